@@ -1,0 +1,86 @@
+"""ctxstore: conversation context for AI agents, kept in Redis as an immutable message graph.
+
+``import ctxstore`` loads redis, msgpack and pydantic only: serverless functions pay for imports
+on every cold start. The embedded store (fakeredis) loads when a ``memory://`` store is made;
+litellm and tiktoken load on first use of what needs them.
+"""
+
+from ctxstore.async_store import AsyncStore, connect_async
+from ctxstore.core.state import Limits
+from ctxstore.errors import (
+    BackendBusyError,
+    BackendError,
+    BackendUnavailableError,
+    BranchExistsError,
+    BranchNotFoundError,
+    ChatNotFoundError,
+    CheckpointNotFoundError,
+    ConfigurationError,
+    ConflictError,
+    CorruptionError,
+    CtxStoreError,
+    HeadConflictError,
+    InvalidIdError,
+    LimitExceededError,
+    MessageExistsError,
+    MessageNotFoundError,
+    NotFoundError,
+    PayloadTooLargeError,
+    PermissionDeniedError,
+    UnserializablePayloadError,
+    ValidationError,
+)
+from ctxstore.models import (
+    AppendResult,
+    BranchChain,
+    BranchInfo,
+    ChatGraph,
+    ChatInfo,
+    ChatMeta,
+    CheckpointInfo,
+    GraphNode,
+    NewMessage,
+    StoredMessage,
+)
+from ctxstore.store import Store, connect
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AppendResult",
+    "AsyncStore",
+    "BackendBusyError",
+    "BackendError",
+    "BackendUnavailableError",
+    "BranchChain",
+    "BranchExistsError",
+    "BranchInfo",
+    "BranchNotFoundError",
+    "ChatGraph",
+    "ChatInfo",
+    "ChatMeta",
+    "ChatNotFoundError",
+    "CheckpointInfo",
+    "CheckpointNotFoundError",
+    "ConfigurationError",
+    "ConflictError",
+    "CorruptionError",
+    "CtxStoreError",
+    "GraphNode",
+    "HeadConflictError",
+    "InvalidIdError",
+    "LimitExceededError",
+    "Limits",
+    "MessageExistsError",
+    "MessageNotFoundError",
+    "NewMessage",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "Store",
+    "StoredMessage",
+    "UnserializablePayloadError",
+    "ValidationError",
+    "connect",
+    "connect_async",
+]

@@ -1,0 +1,261 @@
+"""The async store: the sync store's surface with ``async`` methods, over the same core.
+
+Every method builds an operation in :mod:`ctxstore.core` and awaits :meth:`AsyncStore.run`;
+only :meth:`AsyncStore._send` differs from the sync store, awaiting the round trip. A test checks
+that both stores expose the same names and signatures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+from redis.exceptions import RedisError, ResponseError
+
+from ctxstore.core import branches, chats, checkpoints, graph, listing
+from ctxstore.core import messages as messages_ops
+from ctxstore.core.protocol import Exchange, Operation, Outcome, WireCommand
+from ctxstore.core.server_checks import with_startup_checks
+from ctxstore.core.state import Limits, StoreState
+from ctxstore.factory import store_parts
+from ctxstore.models import (
+    AppendResult,
+    BranchChain,
+    BranchInfo,
+    ChatGraph,
+    ChatInfo,
+    ChatMeta,
+    CheckpointInfo,
+    ConflictPolicy,
+    ExistingPolicy,
+    MessageInput,
+    StoredMessage,
+)
+
+T = TypeVar("T")
+
+
+class AsyncStore:
+    """The async chat-graph store. Create it with :func:`connect_async`."""
+
+    def __init__(self, client: Any, state: StoreState, *, owns_client: bool) -> None:
+        self._client = client
+        self._state = state
+        self._owns_client = owns_client
+
+    @property
+    def client(self) -> Any:
+        """The redis-py (or fakeredis) client underneath."""
+        return self._client
+
+    @property
+    def state(self) -> StoreState:
+        """Key names, limits and clock (for code that composes its own operations)."""
+        return self._state
+
+    async def close(self) -> None:
+        """Close the client if this store created it."""
+        if self._owns_client:
+            await self._client.aclose()
+
+    async def __aenter__(self) -> AsyncStore:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.close()
+
+    async def run(self, operation: Operation[T]) -> T:
+        """Drive a core operation to its result, one round trip per step."""
+        exchange = Exchange(with_startup_checks(self._state, operation))
+        while not exchange.done:
+            try:
+                replies = await self._send(exchange.request())
+            except (RedisError, OSError) as error:
+                raise exchange.fail(error) from error
+            exchange.respond(replies)
+        return exchange.result
+
+    async def _send(self, commands: list[WireCommand]) -> list[Outcome]:
+        if len(commands) == 1:
+            try:
+                return [await self._client.execute_command(*commands[0])]
+            except ResponseError as error:
+                return [error]
+        pipe = self._client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        return list(await pipe.execute(raise_on_error=False))
+
+    # --- chats ---------------------------------------------------------------------------------
+
+    async def upsert_chat(
+        self, chat_id: str, user_id: str, metadata: Mapping[str, Any] | None = None
+    ) -> ChatMeta:
+        """Create the chat (branch ``main``, active, empty) or check that ``user_id`` owns it."""
+        return await self.run(chats.upsert_chat(self._state, chat_id, user_id, metadata))
+
+    async def get_chat(self, chat_id: str) -> ChatMeta:
+        return await self.run(chats.get_chat(self._state, chat_id))
+
+    async def update_chat(
+        self,
+        chat_id: str,
+        *,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ChatMeta:
+        """Replace the title when given, shallow-merge metadata, bump ``updated_at``."""
+        return await self.run(
+            chats.update_chat(self._state, chat_id, title=title, metadata=metadata)
+        )
+
+    async def add_usage(self, chat_id: str, usage: Mapping[str, Any] | object) -> dict[str, int]:
+        """Add token counts atomically; returns the chat's totals."""
+        return await self.run(chats.add_usage(self._state, chat_id, usage))
+
+    async def list_chats(
+        self,
+        *,
+        user_id: str | None = None,
+        metadata: tuple[str, Any] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[ChatInfo]:
+        """Chats newest ``updated_at`` first; ``metadata=(key, value)`` matches type-exactly."""
+        return await self.run(
+            listing.list_chats(
+                self._state, user_id=user_id, metadata=metadata, limit=limit, offset=offset
+            )
+        )
+
+    async def delete_chat(self, chat_id: str, *, user_id: str | None = None) -> bool:
+        """Delete the chat and its index entries; True if this call deleted it."""
+        return await self.run(chats.delete_chat(self._state, chat_id, user_id=user_id))
+
+    # --- messages ------------------------------------------------------------------------------
+
+    async def append(
+        self,
+        chat_id: str,
+        branch: str,
+        messages: Iterable[MessageInput],
+        *,
+        expected_head: str | None,
+        on_conflict: ConflictPolicy = "raise",
+        on_existing: ExistingPolicy = "raise",
+    ) -> AppendResult:
+        """Append messages in order and move the branch head, atomically."""
+        return await self.run(
+            messages_ops.append(
+                self._state,
+                chat_id,
+                branch,
+                messages,
+                expected_head=expected_head,
+                on_conflict=on_conflict,
+                on_existing=on_existing,
+            )
+        )
+
+    async def get_message(self, chat_id: str, message_id: str) -> StoredMessage:
+        return await self.run(messages_ops.get_message(self._state, chat_id, message_id))
+
+    async def get_chain(
+        self, chat_id: str, head: str | None, *, max_depth: int | None = None
+    ) -> list[StoredMessage]:
+        """The chain ending at ``head``, root first."""
+        return await self.run(
+            messages_ops.get_chain(self._state, chat_id, head, max_depth=max_depth)
+        )
+
+    async def load_branch(
+        self, chat_id: str, branch: str | None = None, *, max_depth: int | None = None
+    ) -> BranchChain:
+        """A branch (the active one for None) with its chain, root first."""
+        return await self.run(
+            messages_ops.load_branch(self._state, chat_id, branch, max_depth=max_depth)
+        )
+
+    # --- branches ------------------------------------------------------------------------------
+
+    async def create_branch(
+        self,
+        chat_id: str,
+        at_message: str | None,
+        *,
+        base: str = "main",
+        name: str | None = None,
+        activate: bool = True,
+    ) -> BranchInfo:
+        """A new branch at ``at_message``, auto-named ``<base>-v<k+1>`` unless ``name`` is given."""
+        return await self.run(
+            branches.create_branch(
+                self._state, chat_id, at_message, base=base, name=name, activate=activate
+            )
+        )
+
+    async def get_branch(self, chat_id: str, name: str | None = None) -> BranchInfo:
+        return await self.run(branches.get_branch(self._state, chat_id, name))
+
+    async def list_branches(self, chat_id: str) -> list[BranchInfo]:
+        return await self.run(branches.list_branches(self._state, chat_id))
+
+    async def set_active_branch(self, chat_id: str, name: str) -> BranchInfo:
+        return await self.run(branches.set_active_branch(self._state, chat_id, name))
+
+    # --- checkpoints ---------------------------------------------------------------------------
+
+    async def upsert_checkpoint(self, chat_id: str, name: str, message_id: str) -> CheckpointInfo:
+        return await self.run(checkpoints.upsert_checkpoint(self._state, chat_id, name, message_id))
+
+    async def get_checkpoint(self, chat_id: str, name: str) -> CheckpointInfo:
+        return await self.run(checkpoints.get_checkpoint(self._state, chat_id, name))
+
+    async def list_checkpoints(self, chat_id: str) -> list[CheckpointInfo]:
+        return await self.run(checkpoints.list_checkpoints(self._state, chat_id))
+
+    async def delete_checkpoint(self, chat_id: str, name: str) -> bool:
+        return await self.run(checkpoints.delete_checkpoint(self._state, chat_id, name))
+
+    # --- inspection ----------------------------------------------------------------------------
+
+    async def get_graph(self, chat_id: str) -> ChatGraph:
+        return await self.run(graph.get_graph(self._state, chat_id))
+
+
+def connect_async(
+    url: str | Any | None = None,
+    *,
+    namespace: str | None = None,
+    prefix: str = "ctx",
+    limits: Limits | None = None,
+    clock: Callable[[], int] | None = None,
+    **options: Any,
+) -> AsyncStore:
+    """An async store for ``url`` (see :mod:`ctxstore.connection`) or an existing async client.
+
+    No I/O happens here, so it can be called at import time; the first operation connects.
+
+    ``namespace`` fences a tenant (keys ``<prefix>:<namespace>:...``); ``limits`` sets the safety
+    bounds (message size, chain depth, ...); ``clock`` returns epoch milliseconds (tests);
+    other keyword arguments go to the redis-py client.
+    """
+    client, state, owns = store_parts(
+        url,
+        asynchronous=True,
+        namespace=namespace,
+        prefix=prefix,
+        limits=limits,
+        clock=clock,
+        options=options,
+    )
+    return AsyncStore(client, state, owns_client=owns)
+
+
+__all__ = ["AsyncStore", "connect_async"]

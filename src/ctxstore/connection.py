@@ -1,0 +1,142 @@
+"""From a URL (or an existing client) to a redis-py client, sync or async.
+
+Schemes:
+
+* ``memory://`` - the embedded store: fakeredis with Lua, in this process, no server. Each
+  ``memory://`` is a fresh private store; ``memory://<name>`` is shared by every store of this
+  process that names it (sync and async alike), which is how tests and demos hand one embedded
+  store to several engines.
+* ``redis://``, ``rediss://`` (TLS), ``unix://`` - one server (or a primary behind a proxy).
+* ``redis+cluster://`` / ``rediss+cluster://`` - a Redis Cluster, reached from one seed node; the
+  client discovers the rest. A scheme (rather than a ``cluster=True`` flag) keeps the whole
+  target in the one ``CTXSTORE_URL`` variable that deployments set.
+
+``url=None`` reads ``CTXSTORE_URL`` and falls back to ``memory://``. Replies must stay bytes
+(message records are msgpack), so a client that decodes responses is refused.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import inspect
+import os
+import threading
+from dataclasses import dataclass
+from typing import Any
+from urllib.parse import urlsplit
+
+from redis.backoff import ExponentialWithJitterBackoff
+from redis.retry import Retry
+
+from ctxstore.errors import ConfigurationError
+
+ENV_URL = "CTXSTORE_URL"
+MEMORY_URL = "memory://"
+_SERVER_SCHEMES = ("redis", "rediss", "unix")
+_CLUSTER_SCHEMES = {"redis+cluster": "redis", "rediss+cluster": "rediss"}
+
+_memory_servers: dict[str, Any] = {}
+_memory_lock = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where a store points: ``kind`` is memory, server or cluster."""
+
+    kind: str
+    url: str
+    name: str = ""
+
+
+def parse_url(url: str | None) -> Target:
+    raw = url if url is not None else os.environ.get(ENV_URL) or MEMORY_URL
+    if not isinstance(raw, str) or not raw:
+        raise ConfigurationError(f"store URL must be a non-empty string, got {raw!r}")
+    scheme = urlsplit(raw).scheme.lower()
+    if scheme == "memory":
+        return Target("memory", raw, raw[len("memory://") :].strip("/"))
+    if scheme in _SERVER_SCHEMES:
+        return Target("server", raw)
+    if scheme in _CLUSTER_SCHEMES:
+        return Target("cluster", _CLUSTER_SCHEMES[scheme] + raw[len(scheme) :])
+    raise ConfigurationError(
+        f"unsupported store URL scheme {scheme!r} in {raw!r}; use memory://, redis://, "
+        "rediss://, unix://, redis+cluster:// or rediss+cluster://"
+    )
+
+
+def _server_options(options: dict[str, Any]) -> dict[str, Any]:
+    """Defaults for servers: bytes replies, bounded connect time, a short retry budget.
+
+    redis-py's own default retries ten times with backoff, which makes an unreachable server
+    take seconds to report; three quick retries ride out a failover blip and fail fast otherwise.
+    """
+    if options.get("decode_responses"):
+        raise ConfigurationError("ctxstore needs decode_responses=False (records are msgpack)")
+    merged = {
+        "socket_connect_timeout": 5.0,
+        "socket_timeout": 30.0,
+        "retry": Retry(ExponentialWithJitterBackoff(cap=0.256, base=0.008), 3),
+        **options,
+    }
+    merged["decode_responses"] = False
+    return merged
+
+
+def _memory_server(name: str) -> Any:
+    """A fakeredis server: fresh when unnamed, shared per name in this process."""
+    if importlib.util.find_spec("lupa") is None:
+        raise ConfigurationError(
+            "the embedded store needs fakeredis with Lua: pip install 'fakeredis[lua]'"
+        )
+    import fakeredis
+
+    if not name:
+        return fakeredis.FakeServer()
+    with _memory_lock:
+        if name not in _memory_servers:
+            _memory_servers[name] = fakeredis.FakeServer()
+        return _memory_servers[name]
+
+
+def make_client(target: Target, options: dict[str, Any], *, asynchronous: bool) -> Any:
+    """A new redis-py (or fakeredis) client for ``target``."""
+    if target.kind == "memory":
+        import fakeredis
+
+        server = _memory_server(target.name)
+        cls = fakeredis.FakeAsyncRedis if asynchronous else fakeredis.FakeRedis
+        return cls(server=server, decode_responses=False)
+    merged = _server_options(options)
+    if target.kind == "cluster":
+        if asynchronous:
+            from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
+
+            return AsyncRedisCluster.from_url(target.url, **merged)
+        from redis.cluster import RedisCluster
+
+        return RedisCluster.from_url(target.url, **merged)
+    if asynchronous:
+        import redis.asyncio
+
+        return redis.asyncio.Redis.from_url(target.url, **merged)
+    import redis
+
+    return redis.Redis.from_url(target.url, **merged)
+
+
+def adopt_client(client: Any, *, asynchronous: bool) -> Any:
+    """Check an existing client: right flavour (sync/async) and bytes replies."""
+    execute = getattr(client, "execute_command", None)
+    if execute is None:
+        raise ConfigurationError(f"expected a redis-py client, got {type(client).__name__}")
+    if inspect.iscoroutinefunction(execute) != asynchronous:
+        flavour = "an async" if asynchronous else "a sync"
+        raise ConfigurationError(f"this store needs {flavour} redis-py client")
+    if client.get_encoder().decode_responses:
+        raise ConfigurationError("ctxstore needs a client with decode_responses=False")
+    return client
+
+
+def is_memory_client(client: Any) -> bool:
+    return type(client).__module__.startswith("fakeredis")

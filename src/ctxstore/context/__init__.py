@@ -1,0 +1,1 @@
+"""Context fragments, their renderers and the context engine."""

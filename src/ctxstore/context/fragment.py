@@ -1,0 +1,213 @@
+"""The fragment: one named piece of context (a role, a hint, a message...).
+
+A :class:`Fragment` is a name and its data. Data is a plain tree: strings, numbers, booleans,
+None, nested fragments, lists and dicts, to any depth. Message fragments (``kind="message"``)
+carry a chat-message dict and are stored in the chat graph; every other fragment renders into
+the system prompt.
+
+Data may also be *lazy*: a sync or async callable, an awaitable, or a (sync or async) iterator.
+Lazy values are materialized once, by :func:`materialize` / :func:`amaterialize`, which the
+context engine calls on the first ``resolve()`` and caches. Both share one walker
+(:func:`_walk`), a generator that yields the awaitables it meets; the sync driver runs them on a
+private event loop, the async driver awaits them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import datetime as _dt
+import enum
+import inspect
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Generator, Iterator, Mapping
+from decimal import Decimal
+from pathlib import PurePath
+from typing import Any, Literal
+
+from ctxstore.errors import ValidationError
+
+FragmentKind = Literal["fragment", "message"]
+FRAGMENT_KINDS: tuple[FragmentKind, ...] = ("fragment", "message")
+
+#: Data a fragment may hold. Recursive in practice (lists and dicts of the same), plus lazy values.
+FragmentData = Any
+
+
+@dataclasses.dataclass(eq=True)
+class Fragment:
+    """A named piece of context.
+
+    ``name`` is the tag (XML), section title (Markdown), table (TOML) or key (TOON) it renders
+    under. ``id`` identifies message fragments in the chat graph. ``metadata`` is never rendered;
+    it carries operational flags (for example that a message replaces the last assistant one).
+    """
+
+    name: str
+    data: FragmentData = None
+    id: str | None = None
+    kind: FragmentKind = "fragment"
+    metadata: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not self.name.strip():
+            raise ValidationError(f"a fragment needs a non-empty string name, got {self.name!r}")
+        if self.kind not in FRAGMENT_KINDS:
+            raise ValidationError(
+                f"fragment kind must be one of {FRAGMENT_KINDS}, got {self.kind!r}"
+            )
+        if self.id is not None and (not isinstance(self.id, str) or not self.id):
+            raise ValidationError(f"a fragment id must be a non-empty string, got {self.id!r}")
+
+    @property
+    def is_message(self) -> bool:
+        """True for message fragments, which go to the chat graph instead of the prompt."""
+        return self.kind == "message"
+
+
+def fragment(name: str, *children: FragmentData) -> Fragment:
+    """A fragment whose data is the list of ``children`` (fragments or values)."""
+    return Fragment(name, list(children))
+
+
+def is_lazy(value: object) -> bool:
+    """True for values materialized on first resolve: callables, awaitables and iterators."""
+    if isinstance(value, (str, bytes, type, Fragment)):
+        return False
+    return (
+        callable(value)
+        or inspect.isawaitable(value)
+        or isinstance(value, (Iterator, AsyncIterator))
+    )
+
+
+def copy_fragment(source: Fragment) -> Fragment:
+    """A deep copy of the plain parts of a fragment; lazy values are shared, not copied.
+
+    The engine copies what callers hand to ``set()`` so that later changes to their dicts and
+    lists do not leak into the context. Lazy values cannot be copied (a generator runs once) and
+    are materialized into fresh values anyway.
+    """
+    return Fragment(
+        source.name,
+        _copy_data(source.data),
+        id=source.id,
+        kind=source.kind,
+        metadata=_copy_data(source.metadata),
+    )
+
+
+def _copy_data(value: Any) -> Any:
+    if isinstance(value, Fragment):
+        return copy_fragment(value)
+    if isinstance(value, Mapping):
+        return {key: _copy_data(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_copy_data(item) for item in value]
+    return value
+
+
+def materialize(source: Fragment) -> Fragment:
+    """Resolve every lazy value in ``source`` and return a plain fragment tree.
+
+    Async lazy values are run on a private event loop, which is impossible from inside a running
+    loop: there, use :func:`amaterialize` (the async engine does).
+    """
+    walker = _walk(source, source.name)
+    try:
+        pending = next(walker)
+        while True:
+            pending = walker.send(_run_awaitable(pending))
+    except StopIteration as done:
+        result: Fragment = done.value
+        return result
+
+
+async def amaterialize(source: Fragment) -> Fragment:
+    """Async twin of :func:`materialize`: awaits async lazy values on the running loop."""
+    walker = _walk(source, source.name)
+    try:
+        pending = next(walker)
+        while True:
+            pending = walker.send(await pending)
+    except StopIteration as done:
+        result: Fragment = done.value
+        return result
+
+
+def _run_awaitable(pending: Awaitable[Any]) -> Any:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        pass
+    else:
+        if inspect.iscoroutine(pending):
+            pending.close()
+        raise ValidationError(
+            "a fragment holds async data, and a sync engine cannot await it inside a running "
+            "event loop; use AsyncContextEngine"
+        )
+
+    async def wait() -> Any:
+        return await pending
+
+    return asyncio.run(wait())
+
+
+async def _collect_async(iterator: AsyncIterator[Any]) -> list[Any]:
+    return [item async for item in iterator]
+
+
+_MAX_LAZY_CHAIN = 32
+
+
+def _walk(value: Any, path: str) -> Generator[Awaitable[Any], Any, Any]:
+    """Materialize and normalize ``value``; yields awaitables for the driver to resolve."""
+    for _ in range(_MAX_LAZY_CHAIN):
+        if not is_lazy(value):
+            break
+        if isinstance(value, AsyncIterator):
+            value = yield _collect_async(value)
+        elif isinstance(value, Iterator):
+            value = list(value)
+        elif inspect.isawaitable(value):
+            value = yield value
+        else:
+            value = value()
+    else:
+        raise ValidationError(f"{path}: lazy data kept returning lazy data")
+
+    if isinstance(value, Fragment):
+        data = yield from _walk(value.data, f"{path}.{value.name}")
+        return Fragment(
+            value.name, data, id=value.id, kind=value.kind, metadata=_copy_data(value.metadata)
+        )
+    if value is None or isinstance(value, (str, bool, int, float)):
+        return value
+    if isinstance(value, Mapping):
+        result: dict[str, Any] = {}
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError(f"{path}: dict keys must be strings, got {key!r}")
+            result[key] = yield from _walk(item, f"{path}.{key}")
+        return result
+    if isinstance(value, (list, tuple)):
+        items = []
+        for index, item in enumerate(value):
+            items.append((yield from _walk(item, f"{path}[{index}]")))
+        return items
+    return _scalar(value, path)
+
+
+def _scalar(value: object, path: str) -> Any:
+    """Common value types that have one obvious text form; anything else is an error."""
+    if isinstance(value, enum.Enum):
+        return value.value
+    if isinstance(value, (_dt.datetime, _dt.date, _dt.time)):
+        return value.isoformat()
+    if isinstance(value, (Decimal, uuid.UUID, PurePath)):
+        return str(value)
+    raise ValidationError(
+        f"{path}: fragment data of type {type(value).__name__} is not supported "
+        "(use str, int, float, bool, None, Fragment, list or dict)"
+    )

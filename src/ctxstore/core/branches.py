@@ -1,0 +1,117 @@
+"""Branch operations: fork (with atomic auto-naming), read, list, activate."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ctxstore.core.chats import chat_context, keys_for
+from ctxstore.core.ids import check_name
+from ctxstore.core.keys import ChatKeys
+from ctxstore.core.protocol import Operation, script_call
+from ctxstore.core.records import branch_info, text
+from ctxstore.core.scripts import load_script
+from ctxstore.core.state import StoreState
+from ctxstore.models import BranchInfo
+
+
+def _one_branch(chat: ChatKeys) -> Any:
+    """Parser for the ``{name, record, active, length}`` reply several scripts share."""
+
+    def parse(reply: Sequence[Any]) -> BranchInfo:
+        name, raw, active, length = reply
+        info, _seq = branch_info(
+            text(name), raw, active=text(active), length=int(length), key=chat.key("branch")
+        )
+        return info
+
+    return parse
+
+
+def create_branch(
+    state: StoreState,
+    chat_id: str,
+    at_message: str | None,
+    *,
+    base: str = "main",
+    name: str | None = None,
+    activate: bool = True,
+) -> Operation[BranchInfo]:
+    """A branch starting at ``at_message`` (empty for None).
+
+    Without ``name`` it is called ``<base>-v<k+1>``, k counting the branches named ``base`` or
+    starting with ``<base>-v``; the name is chosen inside the script, so concurrent forks never
+    collide. An explicit ``name`` that exists is a BranchExistsError.
+    """
+    chat = state.keyspace.chat(chat_id)
+    if at_message is not None:
+        check_name(at_message, "at_message")
+    check_name(base, "base")
+    if name is not None:
+        check_name(name, "branch name")
+    script = load_script("create_branch")
+    info: BranchInfo = yield script_call(
+        script,
+        keys_for(script, chat),
+        (at_message or "", base, name or "", "1" if activate else "0", state.clock()),
+        parse=_one_branch(chat),
+        context=chat_context(chat_id),
+    )
+    return info
+
+
+def get_branch(state: StoreState, chat_id: str, name: str | None = None) -> Operation[BranchInfo]:
+    """One branch; the active one for ``name=None``."""
+    chat = state.keyspace.chat(chat_id)
+    if name is not None:
+        check_name(name, "branch")
+    script = load_script("get_branch")
+    info: BranchInfo = yield script_call(
+        script,
+        keys_for(script, chat),
+        (name or "",),
+        parse=_one_branch(chat),
+        context=chat_context(chat_id),
+    )
+    return info
+
+
+def list_branches(state: StoreState, chat_id: str) -> Operation[list[BranchInfo]]:
+    """Every branch in creation order, each with the length of its chain."""
+    chat = state.keyspace.chat(chat_id)
+    script = load_script("list_branches")
+
+    def parse(reply: Sequence[Any]) -> list[BranchInfo]:
+        active, flat = text(reply[0]), reply[1]
+        ordered = [
+            branch_info(
+                text(flat[i]),
+                flat[i + 1],
+                active=active,
+                length=int(flat[i + 2]),
+                key=chat.key("branch"),
+            )
+            for i in range(0, len(flat), 3)
+        ]
+        ordered.sort(key=lambda pair: pair[1])
+        return [info for info, _seq in ordered]
+
+    branches: list[BranchInfo] = yield script_call(
+        script, keys_for(script, chat), (), parse=parse, context=chat_context(chat_id)
+    )
+    return branches
+
+
+def set_active_branch(state: StoreState, chat_id: str, name: str) -> Operation[BranchInfo]:
+    """Make ``name`` the chat's one active branch."""
+    chat = state.keyspace.chat(chat_id)
+    check_name(name, "branch")
+    script = load_script("set_active_branch")
+    info: BranchInfo = yield script_call(
+        script,
+        keys_for(script, chat),
+        (name,),
+        parse=_one_branch(chat),
+        context=chat_context(chat_id),
+    )
+    return info

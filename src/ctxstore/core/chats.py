@@ -1,0 +1,211 @@
+"""Chat operations: create, read, update, usage, delete."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
+
+from ctxstore.core import indexes
+from ctxstore.core.codec import encode
+from ctxstore.core.ids import check_key_id, check_name
+from ctxstore.core.keys import ChatKeys
+from ctxstore.core.protocol import Arg, Call, Operation, script_call
+from ctxstore.core.records import METADATA_PREFIX, USAGE_KEY, USAGE_PREFIX, chat_meta, pairs, text
+from ctxstore.core.scripts import LuaScript, load_script
+from ctxstore.core.state import StoreState
+from ctxstore.errors import CtxStoreError, ValidationError
+from ctxstore.models import ChatMeta
+from ctxstore.usage import normalize_usage
+
+log = logging.getLogger("ctxstore")
+T = TypeVar("T")
+
+
+def chat_context(chat_id: str) -> dict[str, Any]:
+    return {"chat_id": chat_id}
+
+
+def keys_for(script: LuaScript, chat: ChatKeys) -> tuple[str, ...]:
+    """The chat keys a script declares in its header, in its order."""
+    return chat.select(script.key_names)
+
+
+def metadata_args(metadata: Mapping[str, Any] | None, state: StoreState) -> list[Arg]:
+    """``m:<key>``, msgpack value pairs for a shallow merge; validated before anything is sent."""
+    if metadata is None:
+        return []
+    if not isinstance(metadata, Mapping):
+        raise ValidationError(f"metadata must be a mapping, got {type(metadata).__name__}")
+    args: list[Arg] = []
+    for key, value in metadata.items():
+        check_name(key, "metadata key")
+        if key == USAGE_KEY:
+            raise ValidationError(
+                "metadata key 'usage' is kept by add_usage() and cannot be set directly"
+            )
+        args += [
+            METADATA_PREFIX + key,
+            encode(value, what=f"metadata[{key!r}]", limit=state.limits.max_message_bytes),
+        ]
+    return args
+
+
+def upsert_chat(
+    state: StoreState, chat_id: str, user_id: str, metadata: Mapping[str, Any] | None = None
+) -> Operation[ChatMeta]:
+    """Create the chat if missing, else check the owner; merge ``metadata`` when given.
+
+    Opening an existing chat is one round trip. Creating one (or merging metadata) adds a second
+    for the index entries; they are sent only after the script succeeded, so a refused upsert
+    (another user's chat) writes nothing anywhere.
+    """
+    chat = state.keyspace.chat(chat_id)
+    check_key_id(user_id, "user_id")
+    meta_args = metadata_args(metadata, state)
+    script = load_script("upsert_chat")
+    created, meta = yield script_call(
+        script,
+        keys_for(script, chat),
+        (user_id, state.clock(), *meta_args),
+        parse=lambda reply: (bool(reply[0]), chat_meta(chat_id, chat.key("chat"), reply[1])),
+        context=chat_context(chat_id),
+    )
+    state.owners.remember(chat_id, meta.user_id)
+    if created or meta_args:
+        outcomes = yield indexes.touch_calls(state, chat_id, user_id, meta.updated_at, "GT")
+        _log_index_failures(outcomes)
+    result: ChatMeta = meta
+    return result
+
+
+def get_chat(state: StoreState, chat_id: str) -> Operation[ChatMeta]:
+    chat = state.keyspace.chat(chat_id)
+    script = load_script("get_chat")
+    meta: ChatMeta = yield script_call(
+        script,
+        keys_for(script, chat),
+        (),
+        parse=lambda reply: chat_meta(chat_id, chat.key("chat"), reply),
+        context=chat_context(chat_id),
+    )
+    state.owners.remember(chat_id, meta.user_id)
+    return meta
+
+
+def update_chat(
+    state: StoreState,
+    chat_id: str,
+    *,
+    title: str | None = None,
+    metadata: Mapping[str, Any] | None = None,
+) -> Operation[ChatMeta]:
+    """Replace the title when given, shallow-merge metadata, bump ``updated_at``."""
+    chat = state.keyspace.chat(chat_id)
+    if title is not None and not isinstance(title, str):
+        raise ValidationError(f"title must be a string, got {type(title).__name__}")
+    meta_args = metadata_args(metadata, state)
+    now = state.clock()
+    script = load_script("update_chat")
+    call = script_call(
+        script,
+        keys_for(script, chat),
+        (now, "0" if title is None else "1", title or "", *meta_args),
+        parse=lambda reply: chat_meta(chat_id, chat.key("chat"), reply),
+        context=chat_context(chat_id),
+    )
+    meta: ChatMeta = yield from with_touch(
+        state,
+        chat_id,
+        call,
+        now,
+        owner_of=lambda chat_meta: chat_meta.user_id,
+        updated_at_of=lambda chat_meta: chat_meta.updated_at,
+    )
+    return meta
+
+
+def with_touch(
+    state: StoreState,
+    chat_id: str,
+    call: Call[T],
+    now: int,
+    owner_of: Callable[[T], str],
+    updated_at_of: Callable[[T], int],
+) -> Operation[T]:
+    """Run a write that bumps ``updated_at`` and move the chat forward in its indexes.
+
+    With the owner cached, the index commands share the script's round trip (``ZADD GT now``).
+    If the script then fails, the chat has still moved up in listings although no chat data
+    changed; listings repair the score. Without a cached owner the commands follow the script,
+    with the owner and time its reply names. Index failures never fail the write: the write is
+    done, and a stale index entry is repaired by the next listing.
+    """
+    owner = state.owners.get(chat_id)
+    if owner is not None:
+        outcomes = yield (call, *indexes.touch_calls(state, chat_id, owner, now, "GT"))
+        _log_index_failures(outcomes[1:])
+        first: T = _first(outcomes)
+        return first
+    result: T = yield call
+    owner = owner_of(result)
+    state.owners.remember(chat_id, owner)
+    touched = yield indexes.touch_calls(state, chat_id, owner, updated_at_of(result), "GT")
+    _log_index_failures(touched)
+    return result
+
+
+def _first(outcomes: list[Any]) -> Any:
+    """The first outcome of a batch; raises it when it is an error."""
+    first = outcomes[0]
+    if isinstance(first, CtxStoreError):
+        raise first
+    return first
+
+
+def _log_index_failures(outcomes: list[Any]) -> None:
+    for outcome in outcomes:
+        if isinstance(outcome, CtxStoreError):
+            log.warning("chat index update failed (a later listing repairs it): %s", outcome)
+
+
+def add_usage(
+    state: StoreState, chat_id: str, usage: Mapping[str, Any] | object
+) -> Operation[dict[str, int]]:
+    """Add token counts (any provider's spelling) to the chat's counters; returns the totals."""
+    chat = state.keyspace.chat(chat_id)
+    counters = normalize_usage(usage)
+    args: list[Arg] = []
+    for name, value in counters.items():
+        args += [USAGE_PREFIX + name, value]
+    script = load_script("add_usage")
+    totals: dict[str, int] = yield script_call(
+        script,
+        keys_for(script, chat),
+        args,
+        parse=lambda reply: {
+            name[len(USAGE_PREFIX) :]: int(value) for name, value in pairs(reply).items()
+        },
+        context=chat_context(chat_id),
+    )
+    return totals
+
+
+def delete_chat(state: StoreState, chat_id: str, *, user_id: str | None = None) -> Operation[bool]:
+    """Delete every key of the chat (only the owner's, with ``user_id``), then its index entries."""
+    chat = state.keyspace.chat(chat_id)
+    if user_id is not None:
+        check_key_id(user_id, "user_id")
+    script = load_script("delete_chat")
+    deleted, owner = yield script_call(
+        script,
+        keys_for(script, chat),
+        (user_id or "",),
+        parse=lambda reply: (bool(reply[0]), text(reply[1])),
+        context=chat_context(chat_id),
+    )
+    if deleted:
+        state.owners.forget(chat_id)
+        outcomes = yield indexes.removal_calls(state, chat_id, owner)
+        _log_index_failures(outcomes)
+    return bool(deleted)

@@ -1,0 +1,80 @@
+"""Checkpoint operations: named pointers to messages."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ctxstore.core.chats import chat_context, keys_for
+from ctxstore.core.ids import check_name
+from ctxstore.core.protocol import Operation, script_call
+from ctxstore.core.records import checkpoint_info, text
+from ctxstore.core.scripts import load_script
+from ctxstore.core.state import StoreState
+from ctxstore.models import CheckpointInfo
+
+
+def upsert_checkpoint(
+    state: StoreState, chat_id: str, name: str, message_id: str
+) -> Operation[CheckpointInfo]:
+    """Name ``message_id``; an existing checkpoint of that name moves to it."""
+    chat = state.keyspace.chat(chat_id)
+    check_name(name, "checkpoint name")
+    check_name(message_id, "message_id")
+    script = load_script("upsert_checkpoint")
+    info: CheckpointInfo = yield script_call(
+        script,
+        keys_for(script, chat),
+        (name, message_id, state.clock()),
+        parse=lambda raw: checkpoint_info(name, raw, chat.key("checkpoint"))[0],
+        context=chat_context(chat_id),
+    )
+    return info
+
+
+def get_checkpoint(state: StoreState, chat_id: str, name: str) -> Operation[CheckpointInfo]:
+    chat = state.keyspace.chat(chat_id)
+    check_name(name, "checkpoint name")
+    script = load_script("get_checkpoint")
+    info: CheckpointInfo = yield script_call(
+        script,
+        keys_for(script, chat),
+        (name,),
+        parse=lambda raw: checkpoint_info(name, raw, chat.key("checkpoint"))[0],
+        context=chat_context(chat_id),
+    )
+    return info
+
+
+def list_checkpoints(state: StoreState, chat_id: str) -> Operation[list[CheckpointInfo]]:
+    """Every checkpoint, newest first (most recently placed or moved)."""
+    chat = state.keyspace.chat(chat_id)
+    script = load_script("list_checkpoints")
+
+    def parse(flat: Sequence[Any]) -> list[CheckpointInfo]:
+        ordered = [
+            checkpoint_info(text(flat[i]), flat[i + 1], chat.key("checkpoint"))
+            for i in range(0, len(flat), 2)
+        ]
+        ordered.sort(key=lambda pair: pair[1], reverse=True)
+        return [info for info, _seq in ordered]
+
+    checkpoints: list[CheckpointInfo] = yield script_call(
+        script, keys_for(script, chat), (), parse=parse, context=chat_context(chat_id)
+    )
+    return checkpoints
+
+
+def delete_checkpoint(state: StoreState, chat_id: str, name: str) -> Operation[bool]:
+    """Remove a checkpoint; True if it existed. The message it named stays."""
+    chat = state.keyspace.chat(chat_id)
+    check_name(name, "checkpoint name")
+    script = load_script("delete_checkpoint")
+    deleted: bool = yield script_call(
+        script,
+        keys_for(script, chat),
+        (name,),
+        parse=bool,
+        context=chat_context(chat_id),
+    )
+    return deleted

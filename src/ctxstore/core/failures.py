@@ -1,0 +1,128 @@
+"""The one place where Redis errors become ctxstore errors.
+
+Scripts report domain errors as ``CTX_<CODE> <json>`` error replies; redis-py raises every error
+reply as ``ResponseError``. Connection failures, timeouts, busy servers and Cluster outages arrive
+as other redis-py exceptions. :func:`translate` maps all of them onto the tree in
+:mod:`ctxstore.errors`; the caller raises the result ``from`` the original so it stays the cause.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from typing import Any
+
+import redis.exceptions as rexc
+
+from ctxstore import errors
+
+_SCRIPT_ERROR_PREFIX = "CTX_"
+
+_NOT_FOUND: dict[str, type[errors.NotFoundError]] = {
+    "chat": errors.ChatNotFoundError,
+    "branch": errors.BranchNotFoundError,
+    "message": errors.MessageNotFoundError,
+    "checkpoint": errors.CheckpointNotFoundError,
+}
+
+#: Error reply prefixes of a server that is up but cannot serve right now.
+_BUSY_PREFIXES = ("BUSY", "LOADING", "OOM", "TRYAGAIN", "MASTERDOWN", "READONLY")
+
+
+def is_noscript(error: BaseException) -> bool:
+    """True when the server does not know a script's SHA (after SCRIPT FLUSH or a restart)."""
+    return isinstance(error, rexc.NoScriptError) or (
+        isinstance(error, rexc.ResponseError) and str(error).startswith("NOSCRIPT")
+    )
+
+
+def translate(
+    error: BaseException, context: Mapping[str, Any] | None = None
+) -> errors.CtxStoreError:
+    """The ctxstore error for a redis-py exception; ``context`` (chat id, ...) enriches messages."""
+    ctx = dict(context or {})
+    if isinstance(error, errors.CtxStoreError):
+        return error
+    text = str(error)
+    if isinstance(error, rexc.ResponseError):
+        if text.startswith(_SCRIPT_ERROR_PREFIX):
+            return _domain_error(text, ctx)
+        if text.startswith(_BUSY_PREFIXES):
+            return errors.BackendBusyError(f"Redis cannot serve now: {text}", **ctx)
+        return errors.BackendError(f"Redis refused the command: {text}", **ctx)
+    if isinstance(error, rexc.BusyLoadingError):
+        return errors.BackendBusyError(f"Redis is loading its data: {text}", **ctx)
+    if isinstance(error, (rexc.ConnectionError, rexc.TimeoutError, rexc.ClusterDownError)):
+        return errors.BackendUnavailableError(f"Redis is unreachable: {text}", **ctx)
+    if isinstance(error, (rexc.ClusterError, rexc.RedisClusterException)):
+        return errors.BackendUnavailableError(f"the Redis Cluster cannot serve: {text}", **ctx)
+    if isinstance(error, (ConnectionError, TimeoutError, OSError)):
+        return errors.BackendUnavailableError(f"Redis is unreachable: {text}", **ctx)
+    return errors.BackendError(f"Redis failed: {text}", **ctx)
+
+
+def _domain_error(text: str, ctx: dict[str, Any]) -> errors.CtxStoreError:
+    code, _, payload = text[len(_SCRIPT_ERROR_PREFIX) :].partition(" ")
+    try:
+        details: dict[str, Any] = json.loads(payload) if payload else {}
+    except ValueError:
+        details = {"raw": payload}
+    chat = ctx.get("chat_id")
+    where = f" in chat {chat!r}" if chat is not None else ""
+
+    if code == "NOT_FOUND":
+        what = str(details.get("what", "record"))
+        cls = _NOT_FOUND.get(what, errors.NotFoundError)
+        if what == "chat":
+            return cls(f"chat {chat!r} does not exist", **ctx)
+        return cls(
+            f"{what} {details.get('id')!r} does not exist{where}", **ctx, id=details.get("id")
+        )
+    if code == "CONFLICT":
+        return _conflict(details, ctx, where)
+    if code == "FORBIDDEN":
+        return errors.PermissionDeniedError(f"chat {chat!r} belongs to another user", **ctx)
+    if code == "CORRUPT":
+        key, field = details.get("key"), details.get("field")
+        return errors.CorruptionError(
+            f"corrupt data at {key} field {field!r}: {details.get('reason')}",
+            **ctx,
+            key=key,
+            field=field,
+        )
+    if code == "LIMIT":
+        return errors.LimitExceededError(
+            f"{details.get('what')} is over its limit of {details.get('limit')}{where}",
+            **ctx,
+            **details,
+        )
+    if code == "INVALID":
+        return errors.ValidationError(f"{details.get('reason')}{where}", **ctx, **details)
+    return errors.CtxStoreError(f"script error {code}: {details}{where}", **ctx)
+
+
+def _conflict(details: dict[str, Any], ctx: dict[str, Any], where: str) -> errors.ConflictError:
+    reason = details.get("reason")
+    if reason == "head":
+        branch = str(details.get("branch"))
+        expected = details.get("expected") or None
+        current = details.get("current") or None
+        return errors.HeadConflictError(
+            f"branch {branch!r}{where} moved: expected head {expected!r}, current head {current!r}",
+            branch=branch,
+            expected_head=expected,
+            current_head=current,
+        )
+    if reason == "message_exists":
+        message_id = details.get("id")
+        return errors.MessageExistsError(
+            f"message {message_id!r} already exists{where}; messages are immutable",
+            **ctx,
+            id=message_id,
+        )
+    if reason == "branch_exists":
+        name = details.get("branch")
+        return errors.BranchExistsError(
+            f"branch {name!r} already exists{where}", **ctx, branch=name
+        )
+    return errors.ConflictError(f"conflict{where}: {details}", **ctx)

@@ -1,0 +1,70 @@
+"""Validation and generation of ids and names.
+
+Ids that become part of a Redis key (chat ids, user ids) must not break out of their hash tag:
+a ``{`` or ``}`` would move the key to another slot (breaking Cluster) or let one id address
+another chat's keys. We refuse those characters rather than escape them: an escaped id would be
+stored in a form the caller never wrote, and every other tool reading the keyspace would have to
+know the escaping. Control characters (including newlines and NUL) are refused everywhere: they
+are almost always a bug upstream and they corrupt logs and error replies.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+
+from ctxstore.errors import InvalidIdError
+
+#: Longest id or name, in UTF-8 bytes. Ids are copied into keys, hash fields and replies.
+MAX_ID_BYTES = 256
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_TAG_BREAKERS = re.compile(r"[{}]")
+#: Characters that would turn a prefix into an ACL key *pattern* or move keys to another slot.
+_PREFIX_FORBIDDEN = re.compile(r"[{}*?\[\]\\\s]")
+
+
+def check_name(value: object, what: str) -> str:
+    """A message id, branch or checkpoint name, metadata key: a hash field, never part of a key."""
+    if not isinstance(value, str):
+        raise InvalidIdError(f"{what} must be a string, got {type(value).__name__}", what=what)
+    if not value:
+        raise InvalidIdError(f"{what} must not be empty", what=what)
+    if len(value.encode("utf-8")) > MAX_ID_BYTES:
+        raise InvalidIdError(
+            f"{what} is longer than {MAX_ID_BYTES} bytes (UTF-8)", what=what, value=value[:64]
+        )
+    if _CONTROL.search(value):
+        raise InvalidIdError(f"{what} must not contain control characters: {value!r}", what=what)
+    return value
+
+
+def check_key_id(value: object, what: str) -> str:
+    """A chat or user id, which becomes the hash tag of Redis keys."""
+    checked = check_name(value, what)
+    if _TAG_BREAKERS.search(checked):
+        raise InvalidIdError(
+            f"{what} must not contain '{{' or '}}' (it becomes a Redis hash tag): {checked!r}",
+            what=what,
+        )
+    return checked
+
+
+def check_key_prefix(value: object, what: str, *, allow_colon: bool) -> str:
+    """The key prefix or tenant namespace: plain, so ``<prefix>:<namespace>:*`` is an ACL pattern.
+
+    A namespace may not contain ``:``: tenant ``a`` would otherwise match tenant ``a:b``'s keys
+    with its ``ctx:a:*`` pattern.
+    """
+    checked = check_name(value, what)
+    if _PREFIX_FORBIDDEN.search(checked) or (not allow_colon and ":" in checked):
+        banned = "{ } * ? [ ] \\" + ("" if allow_colon else " :")
+        raise InvalidIdError(
+            f"{what} must not contain whitespace or any of {banned}: {checked!r}", what=what
+        )
+    return checked
+
+
+def new_message_id() -> str:
+    """A fresh message id: 32 hex characters, unique without coordination between workers."""
+    return uuid.uuid4().hex

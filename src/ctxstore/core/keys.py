@@ -1,0 +1,75 @@
+"""The keyspace: a fixed set of keys per chat, all under one hash tag.
+
+::
+
+    <base>:{<chat>}:chat        HASH  owner, title, times, active branch, counters,
+                                      m:<metadata key>, u:<usage counter>
+    <base>:{<chat>}:msg         HASH  message id -> msgpack record
+    <base>:{<chat>}:parent      HASH  message id -> parent id ("" for a root)
+    <base>:{<chat>}:depth       HASH  message id -> chain length
+    <base>:{<chat>}:branch      HASH  branch name -> JSON record (head, created_at, seq)
+    <base>:{<chat>}:checkpoint  HASH  checkpoint name -> JSON record (message_id, created_at, seq)
+    <base>:{<chat>}:summary     HASH  message id -> summary record
+    <base>:idx:chats            ZSET  chat id -> updated_at (every chat of the namespace)
+    <base>:idx:user:{<user>}    ZSET  chat id -> updated_at (the chats of one user)
+
+``<base>`` is ``<prefix>`` or ``<prefix>:<namespace>``, so a tenant's keys match the ACL pattern
+``<prefix>:<namespace>:*``. One hash tag per chat puts every key a script touches in one Cluster
+slot; a chat is seven keys whatever its length, so deleting it is one UNLINK and nothing ever
+needs SCAN. The indexes live in their own slots and are maintained next to the scripts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ctxstore.core.ids import check_key_id, check_key_prefix
+
+CHAT_KEY_NAMES = ("chat", "msg", "parent", "depth", "branch", "checkpoint", "summary")
+
+
+@dataclass(frozen=True)
+class ChatKeys:
+    """The keys of one chat, looked up by the names used in the Lua script headers."""
+
+    chat_id: str
+    base: str
+
+    def key(self, name: str) -> str:
+        if name not in CHAT_KEY_NAMES:
+            raise KeyError(f"chats have no key named {name!r}")
+        return f"{self.base}:{{{self.chat_id}}}:{name}"
+
+    def select(self, names: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(self.key(name) for name in names)
+
+
+@dataclass(frozen=True)
+class Keyspace:
+    """Key names for one prefix and optional tenant namespace."""
+
+    prefix: str = "ctx"
+    namespace: str | None = None
+
+    def __post_init__(self) -> None:
+        check_key_prefix(self.prefix, "prefix", allow_colon=True)
+        if self.namespace is not None:
+            check_key_prefix(self.namespace, "namespace", allow_colon=False)
+
+    @property
+    def base(self) -> str:
+        return self.prefix if self.namespace is None else f"{self.prefix}:{self.namespace}"
+
+    def chat(self, chat_id: str) -> ChatKeys:
+        return ChatKeys(check_key_id(chat_id, "chat_id"), self.base)
+
+    @property
+    def all_chats_index(self) -> str:
+        return f"{self.base}:idx:chats"
+
+    def user_index(self, user_id: str) -> str:
+        return f"{self.base}:idx:user:{{{check_key_id(user_id, 'user_id')}}}"
+
+    def indexes_of(self, user_id: str) -> tuple[str, str]:
+        """The two index keys a chat of ``user_id`` is listed in."""
+        return self.all_chats_index, self.user_index(user_id)

@@ -1,0 +1,176 @@
+"""Calls, operations, and the I/O-free driver that runs them.
+
+A :class:`Call` is one Redis command (a Lua script or a plain command) with the function that
+parses its reply. An *operation* is a generator that yields steps and receives their results:
+a step is one call (the result, or the ctxstore error, is sent back) or a tuple of calls sent as
+one pipeline (a list of results and errors is sent back). Single-script operations yield once;
+multi-step ones (listing chats, index maintenance) yield more.
+
+:class:`Exchange` drives an operation without doing I/O: it turns steps into *wire requests*
+(lists of command tuples), and turns the raw replies into results. It handles NOSCRIPT by
+re-sending the affected calls as EVAL (which also re-caches the script), and translates error
+replies. The sync and async stores differ only in how they send a wire request.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from ctxstore.core import failures
+from ctxstore.core.scripts import LuaScript
+from ctxstore.errors import CtxStoreError
+
+T = TypeVar("T")
+Arg = str | bytes | int | float
+WireCommand = tuple[Arg, ...]
+
+
+def _identity(reply: Any) -> Any:
+    return reply
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One command and how to read its reply.
+
+    ``script`` set: EVALSHA of that script with ``keys`` and ``args``. ``script`` None: the plain
+    command ``args`` (``keys`` lists the keys it touches, for routing and for tests).
+    ``context`` (chat id, ...) goes into error messages.
+    """
+
+    script: LuaScript | None
+    keys: tuple[str, ...]
+    args: tuple[Arg, ...]
+    parse: Callable[[Any], T] = field(default=_identity)
+    context: Mapping[str, Any] = field(default_factory=dict)
+
+    def wire(self, *, with_source: bool = False) -> WireCommand:
+        """The command tuple: EVALSHA, or EVAL with the full source after a NOSCRIPT reply."""
+        if self.script is None:
+            return self.args
+        head: WireCommand = (
+            ("EVAL", self.script.source) if with_source else ("EVALSHA", self.script.sha)
+        )
+        return (*head, len(self.keys), *self.keys, *self.args)
+
+
+def script_call(
+    script: LuaScript,
+    keys: Sequence[str],
+    args: Sequence[Arg],
+    parse: Callable[[Any], T],
+    context: Mapping[str, Any] | None = None,
+) -> Call[T]:
+    """A script call; the key count must match the script's declared KEYS."""
+    if len(keys) != len(script.key_names):
+        raise AssertionError(
+            f"{script.name} declares {len(script.key_names)} keys, got {len(keys)}"
+        )
+    return Call(script, tuple(keys), tuple(args), parse, context or {})
+
+
+def command_call(
+    args: Sequence[Arg],
+    keys: Sequence[str],
+    parse: Callable[[Any], T] = _identity,
+) -> Call[T]:
+    """A plain command (used for the cross-slot chat indexes)."""
+    return Call(None, tuple(keys), tuple(args), parse)
+
+
+Batch = tuple[Call[Any], ...]
+Step = Call[Any] | Batch
+#: A store operation: yields steps, receives results, returns its value.
+Operation = Generator[Step, Any, T]
+#: What a pipeline returns per command: a reply or the error for that command.
+Outcome = Any
+
+
+class Exchange(Generic[T]):
+    """Runs one operation over any transport: ``request()``, ``respond(replies)``, ``result``."""
+
+    def __init__(self, operation: Operation[T]) -> None:
+        self._operation = operation
+        self._step: Step | None = None
+        self._calls: tuple[Call[Any], ...] = ()
+        self._outcomes: list[Outcome] = []
+        self._resend: list[int] = []
+        self._done = False
+        self._result: T | None = None
+        self._advance(lambda: next(self._operation))
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    @property
+    def result(self) -> T:
+        if not self._done:
+            raise RuntimeError("the operation has not finished")
+        return self._result  # type: ignore[return-value]
+
+    def request(self) -> list[WireCommand]:
+        """The commands to send now, in order, as one round trip."""
+        if self._resend:
+            return [self._calls[i].wire(with_source=True) for i in self._resend]
+        return [call.wire() for call in self._calls]
+
+    def respond(self, replies: Sequence[Outcome]) -> None:
+        """Feed the replies to the last request (errors as exception objects, in place)."""
+        targets = self._resend or list(range(len(self._calls)))
+        if len(replies) != len(targets):
+            raise RuntimeError(f"expected {len(targets)} replies, got {len(replies)}")
+        retry = []
+        for index, reply in zip(targets, replies, strict=True):
+            call = self._calls[index]
+            if call.script is not None and not self._resend and failures.is_noscript(reply):
+                retry.append(index)
+            else:
+                self._outcomes[index] = self._complete(call, reply)
+        self._resend = retry
+        if retry:
+            return
+        if isinstance(self._step, Call):
+            outcome = self._outcomes[0]
+            if isinstance(outcome, CtxStoreError):
+                self._advance(lambda: self._operation.throw(outcome))
+            else:
+                self._advance(lambda: self._operation.send(outcome))
+        else:
+            outcomes = list(self._outcomes)
+            self._advance(lambda: self._operation.send(outcomes))
+
+    def fail(self, error: BaseException) -> CtxStoreError:
+        """Close the operation after a transport failure; returns the translated error."""
+        self._operation.close()
+        return failures.translate(error, self._context())
+
+    def _context(self) -> Mapping[str, Any]:
+        return self._calls[0].context if self._calls else {}
+
+    @staticmethod
+    def _complete(call: Call[Any], reply: Outcome) -> Outcome:
+        if isinstance(reply, BaseException):
+            return failures.translate(reply, call.context)
+        try:
+            return call.parse(reply)
+        except CtxStoreError as error:
+            return error
+
+    def _advance(self, resume: Callable[[], Step]) -> None:
+        try:
+            step = resume()
+        except StopIteration as stop:
+            self._done = True
+            self._result = stop.value
+            self._step = None
+            self._calls = ()
+            return
+        self._step = step
+        self._calls = (step,) if isinstance(step, Call) else tuple(step)
+        if not self._calls:
+            raise RuntimeError("an operation yielded an empty batch")
+        self._outcomes = [None] * len(self._calls)
+        self._resend = []

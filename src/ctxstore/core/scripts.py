@@ -1,0 +1,75 @@
+"""Loading the Lua scripts and reading their KEYS/ARGV contracts.
+
+Scripts live in ``lua/`` at the top of the repository and ship inside the wheel as
+``ctxstore/lua`` (hatchling force-include), so both a checkout and an installed package find them.
+Each entry script is prefixed with ``_prelude.lua`` (the shared helpers) before hashing, so one
+operation is always one EVALSHA.
+
+The header comment of each script names its keys (``-- KEYS[1] chat``); the loader parses it and
+callers build their key list from those names, which keeps Python and Lua from drifting apart.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+PRELUDE = "_prelude.lua"
+_KEY_LINE = re.compile(r"^-- KEYS\[(\d+)\]\s+(\w+)", re.MULTILINE)
+_ARG_LINE = re.compile(r"^-- ARGV\[(\d+)(?:\.\.)?\]\s+(\S+)", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class LuaScript:
+    """One entry script: its name, full source (prelude included), SHA1 and declared keys."""
+
+    name: str
+    source: str
+    sha: str
+    key_names: tuple[str, ...]
+    arg_names: tuple[str, ...]
+
+
+def script_dir() -> Path:
+    """The folder holding the ``.lua`` files: inside the installed package, else the checkout."""
+    packaged = Path(str(resources.files("ctxstore"))) / "lua"
+    if (packaged / PRELUDE).is_file():
+        return packaged
+    checkout = Path(__file__).resolve().parents[3] / "lua"
+    if (checkout / PRELUDE).is_file():
+        return checkout
+    raise FileNotFoundError(f"ctxstore Lua scripts not found in {packaged} or {checkout}")
+
+
+def parse_contract(name: str, text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """The KEYS and ARGV names declared in a script header, in order.
+
+    KEYS must be numbered 1..n without gaps: a script that reads KEYS[3] while its header names
+    only two keys is exactly the drift this check exists to catch.
+    """
+    keys = [(int(index), key) for index, key in _KEY_LINE.findall(text)]
+    if [index for index, _ in keys] != list(range(1, len(keys) + 1)):
+        raise ValueError(f"{name}: KEYS in the header must be numbered 1..n, got {keys}")
+    args = [arg for _, arg in _ARG_LINE.findall(text)]
+    return tuple(key for _, key in keys), tuple(args)
+
+
+@functools.cache
+def load_script(name: str) -> LuaScript:
+    """Load ``lua/<name>.lua`` with the prelude; cached for the life of the process."""
+    folder = script_dir()
+    body = (folder / f"{name}.lua").read_text(encoding="utf-8")
+    prelude = (folder / PRELUDE).read_text(encoding="utf-8")
+    key_names, arg_names = parse_contract(name, body)
+    source = f"{prelude}\n{body}"
+    sha = hashlib.sha1(source.encode("utf-8")).hexdigest()
+    return LuaScript(name, source, sha, key_names, arg_names)
+
+
+def entry_script_names() -> list[str]:
+    """Every entry script shipped with ctxstore (all ``.lua`` files but the prelude)."""
+    return sorted(path.stem for path in script_dir().glob("*.lua") if path.name != PRELUDE)

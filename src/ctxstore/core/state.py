@@ -1,0 +1,76 @@
+"""The per-store state every operation reads: key names, limits, the clock, the owner cache."""
+
+from __future__ import annotations
+
+import time
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from ctxstore.core.keys import Keyspace
+from ctxstore.errors import ConfigurationError
+
+
+def wall_clock_ms() -> int:
+    """Epoch milliseconds. Scripts get the time in ARGV, so tests can pass a fake clock."""
+    return time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True)
+class Limits:
+    """Safety bounds. Each turns a runaway input into a clear error instead of a stuck Redis."""
+
+    #: Largest encoded message record or metadata value.
+    max_message_bytes: int = 1 << 20
+    #: Longest chain a walk follows; a longer one is a LimitExceededError.
+    max_chain_depth: int = 100_000
+    #: Most messages in one append.
+    max_batch: int = 10_000
+    #: Most messages get_graph returns.
+    max_graph_messages: int = 100_000
+
+    def __post_init__(self) -> None:
+        for name in ("max_message_bytes", "max_chain_depth", "max_batch", "max_graph_messages"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
+
+
+class OwnerCache:
+    """Chat id -> owner, learned from replies; bounded, least recently used out first.
+
+    A chat's owner never changes, so a cached owner is safe to use for index maintenance; a
+    chat deleted and re-created by someone else at worst leaves a stale index entry, which
+    listings repair.
+    """
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self._capacity = capacity
+        self._owners: OrderedDict[str, str] = OrderedDict()
+
+    def get(self, chat_id: str) -> str | None:
+        owner = self._owners.get(chat_id)
+        if owner is not None:
+            self._owners.move_to_end(chat_id)
+        return owner
+
+    def remember(self, chat_id: str, owner: str) -> None:
+        self._owners[chat_id] = owner
+        self._owners.move_to_end(chat_id)
+        while len(self._owners) > self._capacity:
+            self._owners.popitem(last=False)
+
+    def forget(self, chat_id: str) -> None:
+        self._owners.pop(chat_id, None)
+
+
+@dataclass
+class StoreState:
+    """Everything an operation needs besides its arguments."""
+
+    keyspace: Keyspace = field(default_factory=Keyspace)
+    limits: Limits = field(default_factory=Limits)
+    clock: Callable[[], int] = wall_clock_ms
+    owners: OwnerCache = field(default_factory=OwnerCache)
+    #: Whether the eviction-policy check still has to run (servers only, once per store).
+    check_server: bool = True

@@ -1,0 +1,151 @@
+"""The ctxstore exception tree.
+
+Every error ctxstore raises derives from :class:`CtxStoreError`, so one ``except`` clause catches
+them all, while the subclasses let callers react to what actually happened (retry on a conflict,
+404 on not-found, 403 on permission). Errors that Redis reports are translated in exactly one
+place (:mod:`ctxstore.core.failures`) and keep the redis-py exception as ``__cause__``.
+
+Validation and not-found errors also derive from the matching built-in (``ValueError``,
+``LookupError``) so code that already catches those keeps working.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class CtxStoreError(Exception):
+    """Root of every error ctxstore raises."""
+
+    def __init__(self, message: str, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.details: dict[str, Any] = details
+
+
+# --- bad input -------------------------------------------------------------------------------
+
+
+class ValidationError(CtxStoreError, ValueError):
+    """The caller's input is malformed; nothing was written."""
+
+
+class InvalidIdError(ValidationError):
+    """An id or name is empty, too long, or holds a character that could escape its key."""
+
+
+class PayloadTooLargeError(ValidationError):
+    """An encoded message or metadata value is over the configured size limit."""
+
+
+class UnserializablePayloadError(ValidationError):
+    """A payload holds a value msgpack cannot encode (a set, a datetime, an arbitrary object...)."""
+
+
+class ConfigurationError(CtxStoreError, ValueError):
+    """The store was set up wrongly: a bad URL, a client that decodes replies, a missing extra."""
+
+
+# --- state of the data -----------------------------------------------------------------------
+
+
+class NotFoundError(CtxStoreError, LookupError):
+    """The chat, branch, message or checkpoint does not exist."""
+
+
+class ChatNotFoundError(NotFoundError):
+    """No chat has this id (in this namespace)."""
+
+
+class BranchNotFoundError(NotFoundError):
+    """The chat has no branch of this name."""
+
+
+class MessageNotFoundError(NotFoundError):
+    """The chat holds no message with this id."""
+
+
+class CheckpointNotFoundError(NotFoundError):
+    """The chat has no checkpoint of this name."""
+
+
+class ConflictError(CtxStoreError):
+    """The write does not fit the current state; nothing was written."""
+
+
+class HeadConflictError(ConflictError):
+    """The branch head moved since the caller read it.
+
+    ``current_head`` is the head now (None for an empty branch): re-read, or append with
+    ``on_conflict="rebase"`` / ``"fork"``.
+    """
+
+    def __init__(
+        self, message: str, *, branch: str, expected_head: str | None, current_head: str | None
+    ) -> None:
+        super().__init__(
+            message, branch=branch, expected_head=expected_head, current_head=current_head
+        )
+        self.branch = branch
+        self.expected_head = expected_head
+        self.current_head = current_head
+
+
+class MessageExistsError(ConflictError):
+    """A message with this id is already in the chat; messages are immutable."""
+
+
+class BranchExistsError(ConflictError):
+    """A branch with this name already exists."""
+
+
+class PermissionDeniedError(CtxStoreError):
+    """The chat belongs to another user; nothing was read or written."""
+
+
+class CorruptionError(CtxStoreError):
+    """Stored data is not what ctxstore wrote: undecodable records, a cycle, a dangling parent."""
+
+
+class LimitExceededError(CtxStoreError):
+    """An operation reached one of its safety bounds (for example the chain depth limit)."""
+
+
+# --- the backend -----------------------------------------------------------------------------
+
+
+class BackendError(CtxStoreError):
+    """Redis failed in a way that is not about the caller's data."""
+
+
+class BackendUnavailableError(BackendError):
+    """Redis cannot be reached (refused, timed out, cluster down)."""
+
+
+class BackendBusyError(BackendError):
+    """Redis is up but cannot serve now (busy script, loading, out of memory); retry later."""
+
+
+__all__ = [
+    "BackendBusyError",
+    "BackendError",
+    "BackendUnavailableError",
+    "BranchExistsError",
+    "BranchNotFoundError",
+    "ChatNotFoundError",
+    "CheckpointNotFoundError",
+    "ConfigurationError",
+    "ConflictError",
+    "CorruptionError",
+    "CtxStoreError",
+    "HeadConflictError",
+    "InvalidIdError",
+    "LimitExceededError",
+    "MessageExistsError",
+    "MessageNotFoundError",
+    "NotFoundError",
+    "PayloadTooLargeError",
+    "PermissionDeniedError",
+    "UnserializablePayloadError",
+    "ValidationError",
+]

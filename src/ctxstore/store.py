@@ -1,0 +1,253 @@
+"""The sync store: one-line methods over the shared core, plus the sync transport.
+
+Every method builds an operation in :mod:`ctxstore.core` and runs it with :meth:`Store.run`;
+the only code here that is not a one-liner is :meth:`Store._send`, which ships one round trip.
+:class:`ctxstore.async_store.AsyncStore` is the same surface with ``async`` methods.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from types import TracebackType
+from typing import Any, TypeVar
+
+from redis.exceptions import RedisError, ResponseError
+
+from ctxstore.core import branches, chats, checkpoints, graph, listing
+from ctxstore.core import messages as messages_ops
+from ctxstore.core.protocol import Exchange, Operation, Outcome, WireCommand
+from ctxstore.core.server_checks import with_startup_checks
+from ctxstore.core.state import Limits, StoreState
+from ctxstore.factory import store_parts
+from ctxstore.models import (
+    AppendResult,
+    BranchChain,
+    BranchInfo,
+    ChatGraph,
+    ChatInfo,
+    ChatMeta,
+    CheckpointInfo,
+    ConflictPolicy,
+    ExistingPolicy,
+    MessageInput,
+    StoredMessage,
+)
+
+T = TypeVar("T")
+
+
+class Store:
+    """A chat-graph store on Redis (or the embedded store). Create it with :func:`connect`."""
+
+    def __init__(self, client: Any, state: StoreState, *, owns_client: bool) -> None:
+        self._client = client
+        self._state = state
+        self._owns_client = owns_client
+
+    @property
+    def client(self) -> Any:
+        """The redis-py (or fakeredis) client underneath."""
+        return self._client
+
+    @property
+    def state(self) -> StoreState:
+        """Key names, limits and clock (for code that composes its own operations)."""
+        return self._state
+
+    def close(self) -> None:
+        """Close the client if this store created it."""
+        if self._owns_client:
+            self._client.close()
+
+    def __enter__(self) -> Store:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def run(self, operation: Operation[T]) -> T:
+        """Drive a core operation to its result, one round trip per step."""
+        exchange = Exchange(with_startup_checks(self._state, operation))
+        while not exchange.done:
+            try:
+                replies = self._send(exchange.request())
+            except (RedisError, OSError) as error:
+                raise exchange.fail(error) from error
+            exchange.respond(replies)
+        return exchange.result
+
+    def _send(self, commands: list[WireCommand]) -> list[Outcome]:
+        if len(commands) == 1:
+            try:
+                return [self._client.execute_command(*commands[0])]
+            except ResponseError as error:
+                return [error]
+        pipe = self._client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command)
+        return list(pipe.execute(raise_on_error=False))
+
+    # --- chats ---------------------------------------------------------------------------------
+
+    def upsert_chat(
+        self, chat_id: str, user_id: str, metadata: Mapping[str, Any] | None = None
+    ) -> ChatMeta:
+        """Create the chat (branch ``main``, active, empty) or check that ``user_id`` owns it."""
+        return self.run(chats.upsert_chat(self._state, chat_id, user_id, metadata))
+
+    def get_chat(self, chat_id: str) -> ChatMeta:
+        return self.run(chats.get_chat(self._state, chat_id))
+
+    def update_chat(
+        self,
+        chat_id: str,
+        *,
+        title: str | None = None,
+        metadata: Mapping[str, Any] | None = None,
+    ) -> ChatMeta:
+        """Replace the title when given, shallow-merge metadata, bump ``updated_at``."""
+        return self.run(chats.update_chat(self._state, chat_id, title=title, metadata=metadata))
+
+    def add_usage(self, chat_id: str, usage: Mapping[str, Any] | object) -> dict[str, int]:
+        """Add token counts atomically; returns the chat's totals."""
+        return self.run(chats.add_usage(self._state, chat_id, usage))
+
+    def list_chats(
+        self,
+        *,
+        user_id: str | None = None,
+        metadata: tuple[str, Any] | None = None,
+        limit: int | None = None,
+        offset: int = 0,
+    ) -> list[ChatInfo]:
+        """Chats newest ``updated_at`` first; ``metadata=(key, value)`` matches type-exactly."""
+        return self.run(
+            listing.list_chats(
+                self._state, user_id=user_id, metadata=metadata, limit=limit, offset=offset
+            )
+        )
+
+    def delete_chat(self, chat_id: str, *, user_id: str | None = None) -> bool:
+        """Delete the chat and its index entries; True if this call deleted it."""
+        return self.run(chats.delete_chat(self._state, chat_id, user_id=user_id))
+
+    # --- messages ------------------------------------------------------------------------------
+
+    def append(
+        self,
+        chat_id: str,
+        branch: str,
+        messages: Iterable[MessageInput],
+        *,
+        expected_head: str | None,
+        on_conflict: ConflictPolicy = "raise",
+        on_existing: ExistingPolicy = "raise",
+    ) -> AppendResult:
+        """Append messages in order and move the branch head, atomically."""
+        return self.run(
+            messages_ops.append(
+                self._state,
+                chat_id,
+                branch,
+                messages,
+                expected_head=expected_head,
+                on_conflict=on_conflict,
+                on_existing=on_existing,
+            )
+        )
+
+    def get_message(self, chat_id: str, message_id: str) -> StoredMessage:
+        return self.run(messages_ops.get_message(self._state, chat_id, message_id))
+
+    def get_chain(
+        self, chat_id: str, head: str | None, *, max_depth: int | None = None
+    ) -> list[StoredMessage]:
+        """The chain ending at ``head``, root first."""
+        return self.run(messages_ops.get_chain(self._state, chat_id, head, max_depth=max_depth))
+
+    def load_branch(
+        self, chat_id: str, branch: str | None = None, *, max_depth: int | None = None
+    ) -> BranchChain:
+        """A branch (the active one for None) with its chain, root first."""
+        return self.run(messages_ops.load_branch(self._state, chat_id, branch, max_depth=max_depth))
+
+    # --- branches ------------------------------------------------------------------------------
+
+    def create_branch(
+        self,
+        chat_id: str,
+        at_message: str | None,
+        *,
+        base: str = "main",
+        name: str | None = None,
+        activate: bool = True,
+    ) -> BranchInfo:
+        """A new branch at ``at_message``, auto-named ``<base>-v<k+1>`` unless ``name`` is given."""
+        return self.run(
+            branches.create_branch(
+                self._state, chat_id, at_message, base=base, name=name, activate=activate
+            )
+        )
+
+    def get_branch(self, chat_id: str, name: str | None = None) -> BranchInfo:
+        return self.run(branches.get_branch(self._state, chat_id, name))
+
+    def list_branches(self, chat_id: str) -> list[BranchInfo]:
+        return self.run(branches.list_branches(self._state, chat_id))
+
+    def set_active_branch(self, chat_id: str, name: str) -> BranchInfo:
+        return self.run(branches.set_active_branch(self._state, chat_id, name))
+
+    # --- checkpoints ---------------------------------------------------------------------------
+
+    def upsert_checkpoint(self, chat_id: str, name: str, message_id: str) -> CheckpointInfo:
+        return self.run(checkpoints.upsert_checkpoint(self._state, chat_id, name, message_id))
+
+    def get_checkpoint(self, chat_id: str, name: str) -> CheckpointInfo:
+        return self.run(checkpoints.get_checkpoint(self._state, chat_id, name))
+
+    def list_checkpoints(self, chat_id: str) -> list[CheckpointInfo]:
+        return self.run(checkpoints.list_checkpoints(self._state, chat_id))
+
+    def delete_checkpoint(self, chat_id: str, name: str) -> bool:
+        return self.run(checkpoints.delete_checkpoint(self._state, chat_id, name))
+
+    # --- inspection ----------------------------------------------------------------------------
+
+    def get_graph(self, chat_id: str) -> ChatGraph:
+        return self.run(graph.get_graph(self._state, chat_id))
+
+
+def connect(
+    url: str | Any | None = None,
+    *,
+    namespace: str | None = None,
+    prefix: str = "ctx",
+    limits: Limits | None = None,
+    clock: Callable[[], int] | None = None,
+    **options: Any,
+) -> Store:
+    """A sync store for ``url`` (see :mod:`ctxstore.connection`) or an existing redis-py client.
+
+    ``namespace`` fences a tenant (keys ``<prefix>:<namespace>:...``); ``limits`` sets the safety
+    bounds (message size, chain depth, ...); ``clock`` returns epoch milliseconds (tests);
+    other keyword arguments go to the redis-py client.
+    """
+    client, state, owns = store_parts(
+        url,
+        asynchronous=False,
+        namespace=namespace,
+        prefix=prefix,
+        limits=limits,
+        clock=clock,
+        options=options,
+    )
+    return Store(client, state, owns_client=owns)
+
+
+__all__ = ["Store", "connect"]

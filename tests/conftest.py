@@ -1,0 +1,121 @@
+"""Test session: real servers, backends, and store fixtures.
+
+The store suite runs on every combination of backend (the embedded store, a standalone
+redis-server, a 3-master Redis Cluster) and shell (sync, async), each test in a namespace of its
+own so tests never see each other's data.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ctxstore
+from tests.support import servers
+from tests.support.facade import LoopThread, SyncOverAsync
+
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+
+BACKENDS = ("memory", "redis", "cluster")
+
+
+@pytest.fixture(scope="session")
+def redis_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[servers.RedisProcess]:
+    with servers.standalone(tmp_path_factory.mktemp("redis")) as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def redis_cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[servers.Cluster]:
+    with servers.cluster(tmp_path_factory.mktemp("cluster")) as running:
+        yield running
+
+
+@pytest.fixture(scope="session")
+def loop_thread() -> Iterator[LoopThread]:
+    thread = LoopThread()
+    yield thread
+    thread.stop()
+
+
+@pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The URL of one backend; memory URLs are named per test so sync and async share them."""
+    if request.param == "memory":
+        return f"memory://{uuid.uuid4().hex}"
+    if request.param == "redis":
+        server: servers.RedisProcess = request.getfixturevalue("redis_server")
+        return server.url
+    running: servers.Cluster = request.getfixturevalue("redis_cluster")
+    return running.url
+
+
+@pytest.fixture(params=BACKENDS)
+def server_backend(request: pytest.FixtureRequest) -> str:
+    """Like ``backend`` but only real servers (for tests that span processes)."""
+    if request.param == "memory":
+        pytest.skip("the embedded store lives in one process")
+    return str(request.getfixturevalue("backend"))
+
+
+@pytest.fixture
+def namespace() -> str:
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+class Clock:
+    """A settable clock in epoch milliseconds; each read moves it on by one."""
+
+    def __init__(self, start: int = 1_700_000_000_000) -> None:
+        self.now = start
+
+    def __call__(self) -> int:
+        self.now += 1
+        return self.now
+
+
+@pytest.fixture
+def clock() -> Clock:
+    return Clock()
+
+
+@pytest.fixture(params=["sync", "async"])
+def store(
+    request: pytest.FixtureRequest, backend: str, namespace: str, clock: Clock, loop_thread: LoopThread
+) -> Iterator[Any]:
+    """A store on ``backend`` through the sync shell or (wrapped) the async shell."""
+    if request.param == "sync":
+        sync_store = ctxstore.connect(backend, namespace=namespace, clock=clock)
+        yield sync_store
+        sync_store.close()
+        return
+    async_store = ctxstore.connect_async(backend, namespace=namespace, clock=clock)
+    yield SyncOverAsync(async_store, loop_thread)
+    loop_thread.run(async_store.close())
+
+
+@pytest.fixture
+def sync_store(backend: str, namespace: str, clock: Clock) -> Iterator[ctxstore.Store]:
+    """The sync shell only (tests about transport details)."""
+    opened = ctxstore.connect(backend, namespace=namespace, clock=clock)
+    yield opened
+    opened.close()
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        if Path(str(item.fspath)).name.startswith("test_concurrency"):
+            item.add_marker(pytest.mark.slow)
+
+
+@pytest.fixture
+def snap(backend: str, namespace: str) -> Any:
+    """A callable returning every key of the test's namespace with its content."""
+    from tests.support.keyspace import snapshot
+
+    return lambda: snapshot(backend, f"ctx:{namespace}")

@@ -1,0 +1,53 @@
+"""Run the one store suite through the async store too.
+
+``SyncOverAsync`` wraps an AsyncStore and runs each coroutine on a background event loop, so
+every test written against the sync API also exercises the async shell end to end.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+import threading
+from collections.abc import Coroutine
+from typing import Any
+
+
+class LoopThread:
+    """One event loop running in a daemon thread for the whole test session."""
+
+    def __init__(self) -> None:
+        self.loop = asyncio.new_event_loop()
+        self._thread = threading.Thread(target=self.loop.run_forever, daemon=True)
+        self._thread.start()
+
+    def run(self, coroutine: Coroutine[Any, Any, Any]) -> Any:
+        return asyncio.run_coroutine_threadsafe(coroutine, self.loop).result(timeout=120)
+
+    def stop(self) -> None:
+        self.loop.call_soon_threadsafe(self.loop.stop)
+        self._thread.join(timeout=10)
+
+
+class SyncOverAsync:
+    """The sync store surface, served by an AsyncStore on a LoopThread."""
+
+    def __init__(self, store: Any, loop: LoopThread) -> None:
+        self._store = store
+        self._loop = loop
+
+    @property
+    def wrapped(self) -> Any:
+        return self._store
+
+    def __getattr__(self, name: str) -> Any:
+        attribute = getattr(self._store, name)
+        if not inspect.iscoroutinefunction(attribute):
+            return attribute
+
+        @functools.wraps(attribute)
+        def call(*args: Any, **kwargs: Any) -> Any:
+            return self._loop.run(attribute(*args, **kwargs))
+
+        return call

@@ -1,0 +1,191 @@
+"""Real Redis servers for the test session: one standalone server and a 3-master Cluster.
+
+Each runs from a temporary directory on free loopback ports and is stopped at the end of the
+session. Without ``redis-server`` on PATH the tests that need a server are skipped, unless
+``CI=true``: then a missing server fails the run, so CI can never pass by skipping.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+import redis
+
+HOST = "127.0.0.1"
+
+
+def require_redis_server() -> str:
+    path = shutil.which("redis-server")
+    if path is None:
+        message = "redis-server is not installed"
+        if os.environ.get("CI", "").lower() == "true":
+            pytest.fail(f"{message}, and CI=true requires the server tests to run")
+        pytest.skip(message)
+    return path
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now (and whose cluster bus port is free too)."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind((HOST, 0))
+            port = int(probe.getsockname()[1])
+        if port + 10000 < 65536 and _port_free(port + 10000):
+            return port
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket() as probe:
+        try:
+            probe.bind((HOST, port))
+        except OSError:
+            return False
+    return True
+
+
+@dataclass
+class RedisProcess:
+    port: int
+    process: subprocess.Popen[bytes]
+    directory: Path
+    extra: list[str] = field(default_factory=list)
+
+    @property
+    def url(self) -> str:
+        return f"redis://{HOST}:{self.port}"
+
+    def client(self) -> redis.Redis:
+        return redis.Redis(host=HOST, port=self.port)
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+
+
+def start_redis(directory: Path, *extra: str) -> RedisProcess:
+    binary = require_redis_server()
+    for _attempt in range(5):
+        port = free_port()
+        directory.mkdir(parents=True, exist_ok=True)
+        process = subprocess.Popen(
+            [
+                binary,
+                "--port", str(port),
+                "--bind", HOST,
+                "--save", "",
+                "--appendonly", "no",
+                "--dir", str(directory),
+                "--logfile", str(directory / f"redis-{port}.log"),
+                *extra,
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+        )
+        server = RedisProcess(port, process, directory, list(extra))
+        if _wait_for_ping(server):
+            return server
+        server.stop()
+    raise RuntimeError(f"could not start redis-server in {directory}")
+
+
+def _wait_for_ping(server: RedisProcess, timeout: float = 10.0) -> bool:
+    deadline = time.monotonic() + timeout
+    client = server.client()
+    try:
+        while time.monotonic() < deadline:
+            if server.process.poll() is not None:
+                return False
+            try:
+                if client.ping():
+                    return True
+            except redis.ConnectionError:
+                time.sleep(0.05)
+        return False
+    finally:
+        client.close()
+
+
+@contextmanager
+def standalone(directory: Path, *extra: str) -> Iterator[RedisProcess]:
+    server = start_redis(directory, *extra)
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@dataclass
+class Cluster:
+    nodes: list[RedisProcess]
+
+    @property
+    def url(self) -> str:
+        return f"redis+cluster://{HOST}:{self.nodes[0].port}"
+
+    def clients(self) -> list[redis.Redis]:
+        return [node.client() for node in self.nodes]
+
+
+@contextmanager
+def cluster(directory: Path, masters: int = 3) -> Iterator[Cluster]:
+    nodes = []
+    try:
+        for index in range(masters):
+            node_dir = directory / f"node{index}"
+            nodes.append(
+                start_redis(
+                    node_dir,
+                    "--cluster-enabled", "yes",
+                    "--cluster-config-file", str(node_dir / "nodes.conf"),
+                    "--cluster-node-timeout", "5000",
+                )
+            )
+        cli = shutil.which("redis-cli")
+        if cli is None:
+            pytest.fail("redis-cli is needed to create the test cluster")
+        subprocess.run(
+            [
+                cli, "--cluster", "create",
+                *[f"{HOST}:{node.port}" for node in nodes],
+                "--cluster-replicas", "0", "--cluster-yes",
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=60,
+        )
+        _wait_for_cluster(nodes)
+        yield Cluster(nodes)
+    finally:
+        for node in nodes:
+            node.stop()
+
+
+def _wait_for_cluster(nodes: list[RedisProcess], timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        states = []
+        for node in nodes:
+            client = node.client()
+            try:
+                info = client.execute_command("CLUSTER", "INFO")
+            finally:
+                client.close()
+            text = info.decode() if isinstance(info, bytes) else str(info)
+            states.append("cluster_state:ok" in text)
+        if all(states):
+            return
+        time.sleep(0.1)
+    raise RuntimeError("the test cluster did not reach cluster_state:ok")
