@@ -43,12 +43,11 @@ def loop_thread() -> Iterator[LoopThread]:
     thread.stop()
 
 
-@pytest.fixture(params=BACKENDS)
-def backend(request: pytest.FixtureRequest) -> str:
+def backend_url(request: pytest.FixtureRequest, kind: str) -> str:
     """The URL of one backend; memory URLs are named per test so sync and async share them."""
-    if request.param == "memory":
+    if kind == "memory":
         return f"memory://{uuid.uuid4().hex}"
-    if request.param == "redis":
+    if kind == "redis":
         server: servers.RedisProcess = request.getfixturevalue("redis_server")
         return server.url
     running: servers.Cluster = request.getfixturevalue("redis_cluster")
@@ -56,11 +55,15 @@ def backend(request: pytest.FixtureRequest) -> str:
 
 
 @pytest.fixture(params=BACKENDS)
+def backend(request: pytest.FixtureRequest) -> str:
+    """The URL of each backend in turn: embedded, standalone server, Cluster."""
+    return backend_url(request, request.param)
+
+
+@pytest.fixture(params=BACKENDS[1:])
 def server_backend(request: pytest.FixtureRequest) -> str:
-    """Like ``backend`` but only real servers (for tests that span processes)."""
-    if request.param == "memory":
-        pytest.skip("the embedded store lives in one process")
-    return str(request.getfixturevalue("backend"))
+    """Only the real servers (for tests that span processes or read server statistics)."""
+    return backend_url(request, request.param)
 
 
 @pytest.fixture
@@ -86,7 +89,11 @@ def clock() -> Clock:
 
 @pytest.fixture(params=["sync", "async"])
 def store(
-    request: pytest.FixtureRequest, backend: str, namespace: str, clock: Clock, loop_thread: LoopThread
+    request: pytest.FixtureRequest,
+    backend: str,
+    namespace: str,
+    clock: Clock,
+    loop_thread: LoopThread,
 ) -> Iterator[Any]:
     """A store on ``backend`` through the sync shell or (wrapped) the async shell."""
     if request.param == "sync":

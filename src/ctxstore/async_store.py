@@ -11,10 +11,11 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import ResponseError
 
 from ctxstore.core import branches, chats, checkpoints, graph, listing
 from ctxstore.core import messages as messages_ops
+from ctxstore.core.failures import TRANSPORT_ERRORS
 from ctxstore.core.protocol import Exchange, Operation, Outcome, WireCommand
 from ctxstore.core.server_checks import with_startup_checks
 from ctxstore.core.state import Limits, StoreState
@@ -76,7 +77,7 @@ class AsyncStore:
         while not exchange.done:
             try:
                 replies = await self._send(exchange.request())
-            except (RedisError, OSError) as error:
+            except TRANSPORT_ERRORS as error:
                 raise exchange.fail(error) from error
             exchange.respond(replies)
         return exchange.result

@@ -21,6 +21,7 @@ import importlib.util
 import inspect
 import os
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -28,6 +29,7 @@ from urllib.parse import urlsplit
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.retry import Retry
 
+from ctxstore.core.failures import TRANSPORT_ERRORS, translate
 from ctxstore.errors import ConfigurationError
 
 ENV_URL = "CTXSTORE_URL"
@@ -115,7 +117,10 @@ def make_client(target: Target, options: dict[str, Any], *, asynchronous: bool) 
             return AsyncRedisCluster.from_url(target.url, **merged)
         from redis.cluster import RedisCluster
 
-        return RedisCluster.from_url(target.url, **merged)
+        try:  # the sync cluster client reads the slot map right away
+            return RedisCluster.from_url(target.url, **merged)
+        except TRANSPORT_ERRORS as error:
+            raise translate(error, {"url": target.url}) from error
     if asynchronous:
         import redis.asyncio
 
@@ -140,3 +145,32 @@ def adopt_client(client: Any, *, asynchronous: bool) -> Any:
 
 def is_memory_client(client: Any) -> bool:
     return type(client).__module__.startswith("fakeredis")
+
+
+def routing_key(command: tuple[Any, ...]) -> Any:
+    """The first key of a wire command (None for keyless commands)."""
+    name = str(command[0]).upper()
+    if name in ("EVAL", "EVALSHA"):
+        return command[3] if int(command[2]) > 0 else None
+    return command[1] if len(command) > 1 and name != "CONFIG" else None
+
+
+def pipeline_router(client: Any) -> Callable[[tuple[Any, ...]], dict[str, Any]]:
+    """Per-command pipeline options that route each command straight to its Cluster node.
+
+    redis-py's sync ClusterPipeline asks a server (``COMMAND GETKEYS``) for the keys of every
+    EVALSHA it queues: one extra round trip per pipeline. Naming the target node skips that;
+    on a MOVED reply the pipeline still re-routes as usual. Other clients need no options.
+    """
+    from redis.cluster import RedisCluster
+
+    if not isinstance(client, RedisCluster):
+        return lambda _command: {}
+
+    node_of: Callable[[Any], Any] = client.get_node_from_key
+
+    def route(command: tuple[Any, ...]) -> dict[str, Any]:
+        key = routing_key(command)
+        return {} if key is None else {"target_nodes": node_of(key)}
+
+    return route

@@ -11,10 +11,12 @@ from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
 from typing import Any, TypeVar
 
-from redis.exceptions import RedisError, ResponseError
+from redis.exceptions import ResponseError
 
+from ctxstore.connection import pipeline_router
 from ctxstore.core import branches, chats, checkpoints, graph, listing
 from ctxstore.core import messages as messages_ops
+from ctxstore.core.failures import TRANSPORT_ERRORS
 from ctxstore.core.protocol import Exchange, Operation, Outcome, WireCommand
 from ctxstore.core.server_checks import with_startup_checks
 from ctxstore.core.state import Limits, StoreState
@@ -43,6 +45,7 @@ class Store:
         self._client = client
         self._state = state
         self._owns_client = owns_client
+        self._route = pipeline_router(client)
 
     @property
     def client(self) -> Any:
@@ -76,7 +79,7 @@ class Store:
         while not exchange.done:
             try:
                 replies = self._send(exchange.request())
-            except (RedisError, OSError) as error:
+            except TRANSPORT_ERRORS as error:
                 raise exchange.fail(error) from error
             exchange.respond(replies)
         return exchange.result
@@ -89,7 +92,7 @@ class Store:
                 return [error]
         pipe = self._client.pipeline(transaction=False)
         for command in commands:
-            pipe.execute_command(*command)
+            pipe.execute_command(*command, **self._route(command))
         return list(pipe.execute(raise_on_error=False))
 
     # --- chats ---------------------------------------------------------------------------------

@@ -59,7 +59,9 @@ def test_payloads_come_back_unchanged(store: Any, chat: str) -> None:
 
 def test_explicit_ids_are_kept(store: Any, chat: str) -> None:
     result = store.append(
-        chat, "main", [NewMessage(user("a"), id="m1"), NewMessage(bot("b"), id="m2")],
+        chat,
+        "main",
+        [NewMessage(user("a"), id="m1"), NewMessage(bot("b"), id="m2")],
         expected_head=None,
     )
     assert result.message_ids == ("m1", "m2")
@@ -73,7 +75,9 @@ def test_an_existing_message_id_is_refused_and_nothing_is_written(
     before = snap()
     with pytest.raises(ctxstore.MessageExistsError, match="m1"):
         store.append(
-            chat, "main", [NewMessage(user("x"), id="m2"), NewMessage(user("y"), id="m1")],
+            chat,
+            "main",
+            [NewMessage(user("x"), id="m2"), NewMessage(user("y"), id="m1")],
             expected_head="m1",
         )
     after = snap()
@@ -89,7 +93,9 @@ def test_a_message_can_never_be_its_own_parent(store: Any, chat: str) -> None:
         store.append(chat, "main", [NewMessage(user("again"), id="m1")], expected_head="m1")
     with pytest.raises(ctxstore.ValidationError, match="repeats"):
         store.append(
-            chat, "main", [NewMessage(user("a"), id="m9"), NewMessage(user("b"), id="m9")],
+            chat,
+            "main",
+            [NewMessage(user("a"), id="m9"), NewMessage(user("b"), id="m9")],
             expected_head="m1",
         )
     assert store.get_message(chat, "m1")["parent_id"] is None
@@ -147,13 +153,17 @@ def test_append_to_unknown_chat_or_branch(store: Any, chat: str) -> None:
 
 def test_edit_fork_stores_an_existing_id_on_a_new_branch(store: Any, chat: str) -> None:
     store.append(
-        chat, "main",
+        chat,
+        "main",
         [NewMessage(user("q1"), id="u1"), NewMessage(bot("a1"), id="a1")],
         expected_head=None,
     )
     edited = store.append(
-        chat, "main", [NewMessage(user("q1 edited"), id="u1"), bot("a1 again")],
-        expected_head="a1", on_existing="fork",
+        chat,
+        "main",
+        [NewMessage(user("q1 edited"), id="u1"), bot("a1 again")],
+        expected_head="a1",
+        on_existing="fork",
     )
     assert edited.branch == "main-v2"
     assert edited.created_branches == ("main-v2",)
@@ -197,7 +207,9 @@ def test_a_corrupted_cycle_is_a_clear_error_not_a_hang(store: Any, chat: str, ba
     from tests.support.keyspace import raw_client
 
     result = store.append(
-        chat, "main", [NewMessage(user("a"), id="m1"), NewMessage(user("b"), id="m2")],
+        chat,
+        "main",
+        [NewMessage(user("a"), id="m1"), NewMessage(user("b"), id="m2")],
         expected_head=None,
     )
     client = raw_client(backend)

@@ -82,12 +82,18 @@ def start_redis(directory: Path, *extra: str) -> RedisProcess:
         process = subprocess.Popen(
             [
                 binary,
-                "--port", str(port),
-                "--bind", HOST,
-                "--save", "",
-                "--appendonly", "no",
-                "--dir", str(directory),
-                "--logfile", str(directory / f"redis-{port}.log"),
+                "--port",
+                str(port),
+                "--bind",
+                HOST,
+                "--save",
+                "",
+                "--appendonly",
+                "no",
+                "--dir",
+                str(directory),
+                "--logfile",
+                str(directory / f"redis-{port}.log"),
                 *extra,
             ],
             stdout=subprocess.DEVNULL,
@@ -147,9 +153,12 @@ def cluster(directory: Path, masters: int = 3) -> Iterator[Cluster]:
             nodes.append(
                 start_redis(
                     node_dir,
-                    "--cluster-enabled", "yes",
-                    "--cluster-config-file", str(node_dir / "nodes.conf"),
-                    "--cluster-node-timeout", "5000",
+                    "--cluster-enabled",
+                    "yes",
+                    "--cluster-config-file",
+                    str(node_dir / "nodes.conf"),
+                    "--cluster-node-timeout",
+                    "5000",
                 )
             )
         cli = shutil.which("redis-cli")
@@ -157,9 +166,13 @@ def cluster(directory: Path, masters: int = 3) -> Iterator[Cluster]:
             pytest.fail("redis-cli is needed to create the test cluster")
         subprocess.run(
             [
-                cli, "--cluster", "create",
+                cli,
+                "--cluster",
+                "create",
                 *[f"{HOST}:{node.port}" for node in nodes],
-                "--cluster-replicas", "0", "--cluster-yes",
+                "--cluster-replicas",
+                "0",
+                "--cluster-yes",
             ],
             check=True,
             stdout=subprocess.DEVNULL,

@@ -161,11 +161,11 @@ async def _collect_async(iterator: AsyncIterator[Any]) -> list[Any]:
 _MAX_LAZY_CHAIN = 32
 
 
-def _walk(value: Any, path: str) -> Generator[Awaitable[Any], Any, Any]:
-    """Materialize and normalize ``value``; yields awaitables for the driver to resolve."""
+def _unwrap(value: Any, path: str) -> Generator[Awaitable[Any], Any, Any]:
+    """Call, await or drain lazy values until a plain value remains (a bounded number of times)."""
     for _ in range(_MAX_LAZY_CHAIN):
         if not is_lazy(value):
-            break
+            return value
         if isinstance(value, AsyncIterator):
             value = yield _collect_async(value)
         elif isinstance(value, Iterator):
@@ -174,9 +174,12 @@ def _walk(value: Any, path: str) -> Generator[Awaitable[Any], Any, Any]:
             value = yield value
         else:
             value = value()
-    else:
-        raise ValidationError(f"{path}: lazy data kept returning lazy data")
+    raise ValidationError(f"{path}: lazy data kept returning lazy data")
 
+
+def _walk(value: Any, path: str) -> Generator[Awaitable[Any], Any, Any]:
+    """Materialize and normalize ``value``; yields awaitables for the driver to resolve."""
+    value = yield from _unwrap(value, path)
     if isinstance(value, Fragment):
         data = yield from _walk(value.data, f"{path}.{value.name}")
         return Fragment(

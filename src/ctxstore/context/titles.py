@@ -210,6 +210,6 @@ def _message_text(message: TitleSource) -> str:
 def _litellm() -> Any:
     """litellm, imported now; it must not fetch its price map over the network."""
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm  # noqa: PLC0415
+    import litellm
 
     return litellm

@@ -19,12 +19,16 @@ from ctxstore.errors import CorruptionError, PayloadTooLargeError, Unserializabl
 _SCALARS = (str, bytes, bool, int, float, type(None))
 
 
-def encode(value: Any, *, what: str, limit: int) -> bytes:
-    """msgpack bytes of ``value``; refuses values msgpack cannot encode and oversized results."""
+def encode(value: Any, *, what: str, limit: int, payload: Any = None) -> bytes:
+    """msgpack bytes of ``value``; refuses values msgpack cannot encode and oversized results.
+
+    ``payload`` is the caller's part of ``value`` (a record wraps it): error paths are given
+    relative to it, in the caller's terms.
+    """
     try:
         packed: bytes = msgpack.packb(value, use_bin_type=True)
     except (TypeError, ValueError, OverflowError) as exc:
-        path = _first_unencodable(value, what)
+        path = _first_unencodable(value if payload is None else payload, what)
         raise UnserializablePayloadError(
             f"{path} cannot be stored: {exc}", what=what, path=path
         ) from exc

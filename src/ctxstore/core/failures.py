@@ -25,6 +25,14 @@ _NOT_FOUND: dict[str, type[errors.NotFoundError]] = {
     "checkpoint": errors.CheckpointNotFoundError,
 }
 
+#: What a transport call can raise: redis-py errors (RedisClusterException is not a RedisError)
+#: and raw socket errors.
+TRANSPORT_ERRORS: tuple[type[BaseException], ...] = (
+    rexc.RedisError,
+    rexc.RedisClusterException,
+    OSError,
+)
+
 #: Error reply prefixes of a server that is up but cannot serve right now.
 _BUSY_PREFIXES = ("BUSY", "LOADING", "OOM", "TRYAGAIN", "MASTERDOWN", "READONLY")
 
@@ -47,6 +55,11 @@ def translate(
     if isinstance(error, rexc.ResponseError):
         if text.startswith(_SCRIPT_ERROR_PREFIX):
             return _domain_error(text, ctx)
+        if isinstance(error, rexc.AskError) or text.startswith(("MOVED ", "ASK ")):
+            return errors.ConfigurationError(
+                f"the server is a Redis Cluster node ({text}); connect with redis+cluster://",
+                **ctx,
+            )
         if text.startswith(_BUSY_PREFIXES):
             return errors.BackendBusyError(f"Redis cannot serve now: {text}", **ctx)
         return errors.BackendError(f"Redis refused the command: {text}", **ctx)

@@ -73,8 +73,13 @@ def append_args(
         if message_id in seen:
             raise ValidationError(f"{where} repeats message id {message_id!r}")
         seen.add(message_id)
-        record = message_record(check_payload(payload, where), now)
-        packed = encode(record, what=where, limit=state.limits.max_message_bytes)
+        checked = check_payload(payload, where)
+        packed = encode(
+            message_record(checked, now),
+            what=where,
+            limit=state.limits.max_message_bytes,
+            payload=checked,
+        )
         spare = new_message_id() if on_existing == "fork" else ""
         args += [message_id, spare, packed]
     return args

@@ -1,0 +1,245 @@
+"""Connecting, transport failures, round trips, script cache, server checks."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+from redis.cluster import RedisCluster
+
+import ctxstore
+from tests.support import servers
+from tests.support.keyspace import raw_client
+from tests.support.wire import trace_wire
+
+
+def closed_port() -> int:
+    return servers.free_port()
+
+
+def test_unreachable_redis_is_backend_unavailable_with_the_cause() -> None:
+    store = ctxstore.connect(f"redis://127.0.0.1:{closed_port()}")
+    with pytest.raises(ctxstore.BackendUnavailableError) as caught:
+        store.get_chat("c1")
+    assert isinstance(caught.value.__cause__, redis.ConnectionError)
+    assert isinstance(caught.value, ctxstore.BackendError)
+
+
+def test_unreachable_redis_async() -> None:
+    async def attempt() -> None:
+        store = ctxstore.connect_async(f"redis://127.0.0.1:{closed_port()}")
+        try:
+            await store.upsert_chat("c1", "alice")
+        finally:
+            await store.close()
+
+    with pytest.raises(ctxstore.BackendUnavailableError) as caught:
+        asyncio.run(attempt())
+    assert isinstance(caught.value.__cause__, redis.ConnectionError)
+
+
+def test_unreachable_cluster_seed() -> None:
+    with pytest.raises(ctxstore.BackendUnavailableError) as caught:
+        ctxstore.connect(f"redis+cluster://127.0.0.1:{closed_port()}")
+    assert caught.value.__cause__ is not None
+
+
+def test_a_cluster_node_reached_without_cluster_mode_says_so(
+    redis_cluster: servers.Cluster,
+) -> None:
+    store = ctxstore.connect(redis_cluster.nodes[0].url)
+    ids = [f"chat{i}" for i in range(20)]  # some of them hash to another node
+    errors = []
+    for chat_id in ids:
+        try:
+            store.get_chat(chat_id)
+        except ctxstore.CtxStoreError as error:
+            errors.append(error)
+    store.close()
+    moved = [e for e in errors if isinstance(e, ctxstore.ConfigurationError)]
+    assert moved
+    assert "redis+cluster://" in str(moved[0])
+
+
+def test_script_flush_between_calls(store: Any, backend: str) -> None:
+    store.upsert_chat("c1", "alice")
+    first = store.append("c1", "main", [{"role": "user", "content": "a"}], expected_head=None)
+    client = raw_client(backend)
+    if isinstance(client, RedisCluster):
+        client.execute_command("SCRIPT FLUSH", target_nodes=RedisCluster.PRIMARIES)
+    else:
+        client.script_flush()
+    client.close()
+    second = store.append(
+        "c1", "main", [{"role": "user", "content": "b"}], expected_head=first.head_message_id
+    )
+    assert [m["message"]["content"] for m in store.get_chain("c1", second.head_message_id)] == [
+        "a",
+        "b",
+    ]
+    assert store.list_branches("c1")[0].message_count == 2
+
+
+def warm(store: Any) -> str:
+    """Load every script this test uses and the owner cache, so counts show the steady state."""
+    store.upsert_chat("c1", "alice")
+    result = store.append("c1", "main", [{"role": "user", "content": "a"}], expected_head=None)
+    store.get_chain("c1", result.head_message_id)
+    return result.head_message_id
+
+
+@pytest.mark.parametrize("shell", ["sync", "async"])
+def test_append_and_get_chain_are_one_round_trip(
+    backend: str, namespace: str, shell: str, loop_thread: Any
+) -> None:
+    from tests.support.facade import SyncOverAsync
+
+    if shell == "sync":
+        store: Any = ctxstore.connect(backend, namespace=namespace)
+    else:
+        store = SyncOverAsync(ctxstore.connect_async(backend, namespace=namespace), loop_thread)
+    head = warm(store)
+    with trace_wire() as append_wire:
+        result = store.append(
+            "c1", "main", [{"role": "user", "content": "b"}] * 3, expected_head=head
+        )
+    with trace_wire() as chain_wire:
+        store.get_chain("c1", result.head_message_id)
+    if not backend.startswith("redis+cluster"):
+        assert (append_wire.round_trips, append_wire.script_calls) == (1, 1)
+        assert append_wire.commands == ["EVALSHA", "ZADD", "ZADD"]
+        assert (chain_wire.round_trips, chain_wire.commands) == (1, ["EVALSHA"])
+    if shell == "sync":
+        store.close()
+    else:
+        loop_thread.run(store.wrapped.close())
+
+
+def command_counts(url: str) -> dict[str, int]:
+    """Server-side call counts per command, summed over every node."""
+    client = raw_client(url)
+    if isinstance(client, RedisCluster):
+        per_node = client.info("commandstats", target_nodes=RedisCluster.PRIMARIES)
+        stats: dict[str, Any] = {}
+        for node_stats in per_node.values():
+            for name, values in node_stats.items():
+                stats.setdefault(name, {"calls": 0})["calls"] += values["calls"]
+    else:
+        stats = client.info("commandstats")
+    client.close()
+    return {name: values["calls"] for name, values in stats.items()}
+
+
+def test_server_counts_one_script_call_per_append_and_get_chain(
+    server_backend: str, namespace: str
+) -> None:
+    store = ctxstore.connect(server_backend, namespace=namespace)
+    head = warm(store)
+    before = command_counts(server_backend)
+    result = store.append("c1", "main", [{"role": "user", "content": "b"}], expected_head=head)
+    middle = command_counts(server_backend)
+    store.get_chain("c1", result.head_message_id)
+    after = command_counts(server_backend)
+    store.close()
+
+    def delta(start: dict[str, int], end: dict[str, int], name: str) -> int:
+        return end.get(name, 0) - start.get(name, 0)
+
+    assert delta(before, middle, "cmdstat_evalsha") == 1
+    assert delta(before, middle, "cmdstat_eval") == 0
+    assert delta(before, middle, "cmdstat_zadd") == 2
+    assert delta(middle, after, "cmdstat_evalsha") == 1
+    assert delta(middle, after, "cmdstat_command|getkeys") == 0
+
+
+def test_eviction_policy_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    with servers.standalone(tmp_path / "lru", "--maxmemory-policy", "allkeys-lru") as server:
+        store = ctxstore.connect(server.url)
+        with caplog.at_level(logging.WARNING, logger="ctxstore"):
+            store.upsert_chat("c1", "alice")
+            store.get_chat("c1")
+        store.close()
+    warnings = [r for r in caplog.records if "maxmemory-policy" in r.getMessage()]
+    assert len(warnings) == 1
+    assert "allkeys-lru" in warnings[0].getMessage()
+
+
+def test_no_warning_with_noeviction(
+    redis_server: servers.RedisProcess, caplog: pytest.LogCaptureFixture
+) -> None:
+    store = ctxstore.connect(redis_server.url, namespace=f"t{uuid.uuid4().hex[:8]}")
+    with caplog.at_level(logging.WARNING, logger="ctxstore"):
+        store.upsert_chat("c1", "alice")
+    store.delete_chat("c1")
+    store.close()
+    assert not [r for r in caplog.records if "maxmemory-policy" in r.getMessage()]
+
+
+def test_url_from_environment_and_memory_fallback(
+    monkeypatch: pytest.MonkeyPatch, redis_server: servers.RedisProcess
+) -> None:
+    monkeypatch.delenv("CTXSTORE_URL", raising=False)
+    assert type(ctxstore.connect().client).__module__.startswith("fakeredis")
+    monkeypatch.setenv("CTXSTORE_URL", redis_server.url)
+    store = ctxstore.connect()
+    assert isinstance(store.client, redis.Redis)
+    assert store.client.connection_pool.connection_kwargs["port"] == redis_server.port
+    store.close()
+
+
+def test_unsupported_scheme() -> None:
+    with pytest.raises(ctxstore.ConfigurationError, match="scheme"):
+        ctxstore.connect("mongodb://localhost")
+    with pytest.raises(ctxstore.ConfigurationError):
+        ctxstore.connect("redis://localhost", decode_responses=True)
+
+
+def test_memory_stores_are_private_unless_named() -> None:
+    one, two = ctxstore.connect("memory://"), ctxstore.connect("memory://")
+    one.upsert_chat("c1", "alice")
+    with pytest.raises(ctxstore.ChatNotFoundError):
+        two.get_chat("c1")
+    name = f"memory://{uuid.uuid4().hex}"
+    sync_store = ctxstore.connect(name)
+    sync_store.upsert_chat("c1", "alice")
+
+    async def read() -> str:
+        async_store = ctxstore.connect_async(name)
+        meta = await async_store.get_chat("c1")
+        await async_store.close()
+        return meta.user_id
+
+    assert asyncio.run(read()) == "alice"
+
+
+def test_an_existing_client_can_be_passed_and_is_not_closed(
+    redis_server: servers.RedisProcess,
+) -> None:
+    client = redis.Redis(port=redis_server.port)
+    store = ctxstore.connect(client, namespace=f"t{uuid.uuid4().hex[:8]}")
+    store.upsert_chat("c1", "alice")
+    store.delete_chat("c1")
+    store.close()
+    assert client.ping() is True
+    client.close()
+
+
+def test_clients_that_cannot_serve_a_store_are_refused(
+    redis_server: servers.RedisProcess,
+) -> None:
+    decoding = redis.Redis(port=redis_server.port, decode_responses=True)
+    with pytest.raises(ctxstore.ConfigurationError, match="decode_responses"):
+        ctxstore.connect(decoding)
+    async_client = redis.asyncio.Redis(port=redis_server.port)
+    with pytest.raises(ctxstore.ConfigurationError, match="sync"):
+        ctxstore.connect(async_client)
+    with pytest.raises(ctxstore.ConfigurationError, match="async"):
+        ctxstore.connect_async(redis.Redis(port=redis_server.port))
+    with pytest.raises(ctxstore.ConfigurationError):
+        ctxstore.connect(object())
+    decoding.close()

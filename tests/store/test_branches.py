@@ -1,0 +1,111 @@
+"""Branches: auto-naming, explicit names, reading, listing, the one active branch."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+import ctxstore
+from ctxstore import NewMessage
+
+
+@pytest.fixture
+def chat(store: Any) -> str:
+    store.upsert_chat("c1", "alice")
+    store.append(
+        "c1",
+        "main",
+        [
+            NewMessage({"role": "user", "content": "a"}, id="m1"),
+            NewMessage({"role": "assistant", "content": "b"}, id="m2"),
+        ],
+        expected_head=None,
+    )
+    return "c1"
+
+
+def test_auto_names_follow_the_base(store: Any, chat: str) -> None:
+    assert store.create_branch(chat, "m1").name == "main-v2"
+    assert store.create_branch(chat, "m1").name == "main-v3"
+    assert store.create_branch(chat, "m1", base="main-v2").name == "main-v2-v2"
+    # main, main-v2, main-v3 and main-v2-v2 all start with "main-v" or are "main": k = 4
+    assert store.create_branch(chat, "m2", base="main").name == "main-v5"
+
+
+def test_a_taken_auto_name_moves_the_counter_on(store: Any, chat: str) -> None:
+    store.create_branch(chat, "m1", name="other-v2")
+    store.create_branch(chat, "m1", base="other", name="other")
+    assert store.create_branch(chat, "m1", base="other").name == "other-v3"
+
+
+def test_new_branch_starts_at_the_message(store: Any, chat: str) -> None:
+    info = store.create_branch(chat, "m1", activate=False)
+    assert info.head_message_id == "m1"
+    assert info.message_count == 1
+    assert info.is_active is False
+    assert info.created_at > 0
+    assert store.get_chat(chat).active_branch == "main"
+
+
+def test_activate_makes_exactly_one_branch_active(store: Any, chat: str) -> None:
+    store.create_branch(chat, "m1", activate=True)
+    store.create_branch(chat, "m2", activate=False)
+    active = [b.name for b in store.list_branches(chat) if b.is_active]
+    assert active == ["main-v2"]
+    store.set_active_branch(chat, "main-v3")
+    active = [b.name for b in store.list_branches(chat) if b.is_active]
+    assert active == ["main-v3"]
+    assert store.get_branch(chat).name == "main-v3"
+
+
+def test_empty_branch_without_a_start_message(store: Any, chat: str) -> None:
+    info = store.create_branch(chat, None, name="fresh")
+    assert (info.head_message_id, info.message_count) == (None, 0)
+    result = store.append(chat, "fresh", [{"role": "user", "content": "new"}], expected_head=None)
+    assert store.get_message(chat, result.head_message_id)["parent_id"] is None
+
+
+def test_explicit_name_that_exists_is_a_conflict(store: Any, chat: str, snap: Any) -> None:
+    before = snap()
+    with pytest.raises(ctxstore.BranchExistsError, match="main"):
+        store.create_branch(chat, "m1", name="main")
+    assert snap() == before
+
+
+def test_branch_at_unknown_message_is_not_found(store: Any, chat: str, snap: Any) -> None:
+    before = snap()
+    with pytest.raises(ctxstore.MessageNotFoundError, match="ghost"):
+        store.create_branch(chat, "ghost")
+    assert snap() == before
+    with pytest.raises(ctxstore.ChatNotFoundError):
+        store.create_branch("ghost", "m1")
+
+
+def test_list_branches_in_creation_order_with_chain_lengths(store: Any, chat: str) -> None:
+    store.create_branch(chat, "m1", activate=False)
+    store.create_branch(chat, None, name="empty", activate=False)
+    store.create_branch(chat, "m2", activate=False)
+    listed = store.list_branches(chat)
+    assert [(b.name, b.message_count) for b in listed] == [
+        ("main", 2),
+        ("main-v2", 1),
+        ("empty", 0),
+        ("main-v3", 2),
+    ]
+    assert listed[0].created_at <= listed[1].created_at <= listed[3].created_at
+
+
+def test_get_and_activate_unknown_branch(store: Any, chat: str) -> None:
+    with pytest.raises(ctxstore.BranchNotFoundError):
+        store.get_branch(chat, "ghost")
+    with pytest.raises(ctxstore.BranchNotFoundError):
+        store.set_active_branch(chat, "ghost")
+    assert store.get_chat(chat).active_branch == "main"
+
+
+def test_auto_name_shape(store: Any, chat: str) -> None:
+    names = {store.create_branch(chat, "m1").name for _ in range(5)}
+    assert len(names) == 5
+    assert all(re.fullmatch(r"main-v\d+", name) for name in names)

@@ -1,0 +1,122 @@
+"""The Lua scripts: their header contracts, and callers passing exactly the declared keys."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pytest
+
+import ctxstore
+from ctxstore.core import protocol
+from ctxstore.core.keys import CHAT_KEY_NAMES
+from ctxstore.core.scripts import PRELUDE, entry_script_names, load_script, script_dir
+
+SCRIPTS = entry_script_names()
+
+
+def test_every_operation_has_its_script() -> None:
+    assert {
+        "append",
+        "get_chain",
+        "upsert_chat",
+        "get_chat",
+        "update_chat",
+        "add_usage",
+        "delete_chat",
+        "get_message",
+        "create_branch",
+        "get_branch",
+        "list_branches",
+        "set_active_branch",
+        "upsert_checkpoint",
+        "get_checkpoint",
+        "list_checkpoints",
+        "delete_checkpoint",
+        "get_graph",
+        "repair_index",
+    } <= set(SCRIPTS)
+
+
+@pytest.mark.parametrize("name", SCRIPTS)
+def test_header_names_every_key_and_argument_and_the_reply(name: str) -> None:
+    text = (script_dir() / f"{name}.lua").read_text()
+    header = text.split("\n\n", 1)[0]
+    assert header.startswith(f"-- {name}.lua: ")
+    assert "-- Reply:" in header
+    script = load_script(name)
+    assert script.key_names, "every script touches at least one key"
+    body = text[len(header) :]
+    used = {int(n) for n in re.findall(r"KEYS\[(\d+)\]", body)}
+    assert used == set(range(1, len(script.key_names) + 1)), (
+        f"{name} uses KEYS {sorted(used)} but declares {script.key_names}"
+    )
+    used_args = {int(n) for n in re.findall(r"ARGV\[(\d+)\]", body)}
+    declared_args = {int(n) for n in re.findall(r"^-- ARGV\[(\d+)", header, re.MULTILINE)}
+    assert used_args <= declared_args | {max(declared_args, default=0) + 1}, name
+
+
+@pytest.mark.parametrize("name", [*SCRIPTS, PRELUDE.removesuffix(".lua")])
+def test_scripts_run_on_the_embedded_lua(name: str) -> None:
+    """fakeredis Lua has cjson but no cmsgpack, bit or struct, and rejects shebang lines."""
+    text = (script_dir() / f"{name}.lua").read_text()
+    assert not text.startswith("#!")
+    for library in ("cmsgpack", "bit.", "struct."):
+        assert library not in text
+
+
+@pytest.fixture
+def recorded_calls(monkeypatch: pytest.MonkeyPatch) -> list[protocol.Call[Any]]:
+    calls: list[protocol.Call[Any]] = []
+    original = protocol.Call.wire
+
+    def wire(self: protocol.Call[Any], *, with_source: bool = False) -> Any:
+        calls.append(self)
+        return original(self, with_source=with_source)
+
+    monkeypatch.setattr(protocol.Call, "wire", wire)
+    return calls
+
+
+def exercise_every_operation(store: ctxstore.Store) -> None:
+    store.upsert_chat("c1", "alice", {"a": 1})
+    store.get_chat("c1")
+    store.update_chat("c1", title="t")
+    store.add_usage("c1", {"input_tokens": 1})
+    first = store.append("c1", "main", [{"role": "user", "content": "a"}], expected_head=None)
+    store.get_message("c1", first.head_message_id)
+    store.get_chain("c1", first.head_message_id)
+    store.load_branch("c1")
+    store.create_branch("c1", first.head_message_id)
+    store.get_branch("c1", "main")
+    store.list_branches("c1")
+    store.set_active_branch("c1", "main")
+    store.upsert_checkpoint("c1", "cp", first.head_message_id)
+    store.get_checkpoint("c1", "cp")
+    store.list_checkpoints("c1")
+    store.delete_checkpoint("c1", "cp")
+    store.get_graph("c1")
+    store.client.zadd(store.state.keyspace.all_chats_index, {"gone": 1})
+    store.list_chats()
+    store.delete_chat("c1")
+
+
+def test_callers_pass_exactly_the_declared_keys(
+    recorded_calls: list[protocol.Call[Any]], namespace: str
+) -> None:
+    store = ctxstore.connect("memory://", namespace=namespace)
+    exercise_every_operation(store)
+    seen = set()
+    for call in recorded_calls:
+        if call.script is None:
+            continue
+        seen.add(call.script.name)
+        names = call.script.key_names
+        assert len(call.keys) == len(names), call.script.name
+        for key, name in zip(call.keys, names, strict=True):
+            if name in CHAT_KEY_NAMES:
+                assert key == f"ctx:{namespace}:{{c1}}:{name}", (call.script.name, key)
+            else:
+                assert name == "index", call.script.name
+                assert ":idx:" in key, (call.script.name, key)
+    assert seen == set(SCRIPTS)
