@@ -121,6 +121,30 @@ local function touch(chat_key, now)
   return current
 end
 
+-- Creates the chat (with an empty, active branch "main") or checks its owner, then merges the
+-- metadata pairs ARGV[meta_from..]. Returns 1 when it created the chat.
+local function upsert_chat(chat_key, branch_key, user_id, now, meta_from)
+  local owner = redis.call('HGET', chat_key, 'user_id')
+  if owner and owner ~= user_id then
+    fail('FORBIDDEN', {what = 'chat'})
+  end
+  if not owner and redis.call('EXISTS', chat_key) == 1 then
+    fail('CORRUPT', {key = chat_key, field = 'user_id', reason = 'chat without an owner'})
+  end
+  local created = 0
+  if not owner then
+    created = 1
+    redis.call('HSET', chat_key, 'user_id', user_id, 'created_at', now, 'updated_at', now,
+               'active_branch', 'main', 'message_count', 0, 'branch_count', 0, 'branch_seq', 0)
+    create_branch(chat_key, branch_key, 'main', '', now)
+  end
+  if #ARGV >= meta_from then
+    redis.call('HSET', chat_key, unpack(ARGV, meta_from))
+    touch(chat_key, now)
+  end
+  return created
+end
+
 -- HMGET in slices: unpack() of a very long list overflows the Lua stack.
 local function hmget_all(key, fields)
   local values = {}
@@ -170,11 +194,14 @@ local function walk_chain(parent_key, head, max_depth)
   return ids
 end
 
--- Flat HGETALL reply as a Lua table.
-local function hash_to_table(flat)
-  local t = {}
-  for i = 1, #flat, 2 do
-    t[flat[i]] = flat[i + 1]
+-- The chain ending at head: ids root first and their records, every record present.
+local function read_chain(parent_key, msg_key, head, max_depth)
+  local ids = walk_chain(parent_key, head, max_depth)
+  local records = hmget_all(msg_key, ids)
+  for i = 1, #ids do
+    if not records[i] then
+      fail('CORRUPT', {key = msg_key, field = ids[i], reason = 'message without a record'})
+    end
   end
-  return t
+  return ids, records
 end

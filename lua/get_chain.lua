@@ -26,12 +26,6 @@ return run(function()
     head = read_branch(KEYS[4], name).head
     raw_branch = redis.call('HGET', KEYS[4], name)
   end
-  local ids = walk_chain(KEYS[3], head, tonumber(ARGV[3]))
-  local records = hmget_all(KEYS[2], ids)
-  for i = 1, #ids do
-    if not records[i] then
-      fail('CORRUPT', {key = KEYS[2], field = ids[i], reason = 'message without a record'})
-    end
-  end
+  local ids, records = read_chain(KEYS[3], KEYS[2], head, tonumber(ARGV[3]))
   return {name, raw_branch, active, ids, records}
 end)

@@ -91,6 +91,10 @@ class HeadConflictError(ConflictError):
         self.current_head = current_head
 
 
+class EmptyBranchError(ConflictError):
+    """The operation needs a message to start from, and the branch has none yet."""
+
+
 class MessageExistsError(ConflictError):
     """A message with this id is already in the chat; messages are immutable."""
 
@@ -138,6 +142,7 @@ __all__ = [
     "ConflictError",
     "CorruptionError",
     "CtxStoreError",
+    "EmptyBranchError",
     "HeadConflictError",
     "InvalidIdError",
     "LimitExceededError",

@@ -129,3 +129,14 @@ class BranchChain:
 
     branch: BranchInfo
     messages: list[StoredMessage]
+
+
+@dataclass(frozen=True)
+class OpenedChat:
+    """A chat opened by its owner: whether this call created it, its active branch and, when
+    asked for, that branch's chain (root first)."""
+
+    chat: ChatMeta
+    created: bool
+    branch: BranchInfo
+    messages: list[StoredMessage]

@@ -14,7 +14,7 @@ from typing import Any, TypeVar
 from redis.exceptions import ResponseError
 
 from ctxstore.connection import pipeline_router
-from ctxstore.core import branches, chats, checkpoints, graph, listing
+from ctxstore.core import branches, chats, checkpoints, graph, listing, opening
 from ctxstore.core import messages as messages_ops
 from ctxstore.core.failures import TRANSPORT_ERRORS
 from ctxstore.core.protocol import Exchange, Operation, Outcome, WireCommand
@@ -32,6 +32,7 @@ from ctxstore.models import (
     ConflictPolicy,
     ExistingPolicy,
     MessageInput,
+    OpenedChat,
     StoredMessage,
 )
 
@@ -101,7 +102,23 @@ class Store:
         self, chat_id: str, user_id: str, metadata: Mapping[str, Any] | None = None
     ) -> ChatMeta:
         """Create the chat (branch ``main``, active, empty) or check that ``user_id`` owns it."""
-        return self.run(chats.upsert_chat(self._state, chat_id, user_id, metadata))
+        return self.run(opening.upsert_chat(self._state, chat_id, user_id, metadata))
+
+    def open_chat(
+        self,
+        chat_id: str,
+        user_id: str,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        load: bool = False,
+        max_depth: int | None = None,
+    ) -> OpenedChat:
+        """Upsert as the owner and read the active branch (and its chain with ``load``) at once."""
+        return self.run(
+            opening.open_chat(
+                self._state, chat_id, user_id, metadata, load=load, max_depth=max_depth
+            )
+        )
 
     def get_chat(self, chat_id: str) -> ChatMeta:
         return self.run(chats.get_chat(self._state, chat_id))
@@ -194,6 +211,22 @@ class Store:
         return self.run(
             branches.create_branch(
                 self._state, chat_id, at_message, base=base, name=name, activate=activate
+            )
+        )
+
+    def branch_from_checkpoint(
+        self,
+        chat_id: str,
+        checkpoint: str,
+        *,
+        base: str = "main",
+        name: str | None = None,
+        activate: bool = True,
+    ) -> BranchInfo:
+        """A new branch at a checkpoint's message (restoring it), named like ``create_branch``."""
+        return self.run(
+            branches.branch_from_checkpoint(
+                self._state, chat_id, checkpoint, base=base, name=name, activate=activate
             )
         )
 

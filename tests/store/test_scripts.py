@@ -19,7 +19,7 @@ def test_every_operation_has_its_script() -> None:
     assert {
         "append",
         "get_chain",
-        "upsert_chat",
+        "open_chat",
         "get_chat",
         "update_chat",
         "add_usage",
@@ -92,6 +92,8 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     store.list_branches("c1")
     store.set_active_branch("c1", "main")
     store.upsert_checkpoint("c1", "cp", first.head_message_id)
+    store.branch_from_checkpoint("c1", "cp")
+    store.open_chat("c1", "alice", load=True)
     store.get_checkpoint("c1", "cp")
     store.list_checkpoints("c1")
     store.delete_checkpoint("c1", "cp")

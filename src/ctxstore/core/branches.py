@@ -8,7 +8,7 @@ from typing import Any
 from ctxstore.core.chats import chat_context, keys_for
 from ctxstore.core.ids import check_name
 from ctxstore.core.keys import ChatKeys
-from ctxstore.core.protocol import Operation, script_call
+from ctxstore.core.protocol import Call, Operation, script_call
 from ctxstore.core.records import branch_info, text
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
@@ -46,18 +46,51 @@ def create_branch(
     chat = state.keyspace.chat(chat_id)
     if at_message is not None:
         check_name(at_message, "at_message")
+    info: BranchInfo = yield _create_call(
+        state, chat, at_message or "", "message", base=base, name=name, activate=activate
+    )
+    return info
+
+
+def branch_from_checkpoint(
+    state: StoreState,
+    chat_id: str,
+    checkpoint: str,
+    *,
+    base: str = "main",
+    name: str | None = None,
+    activate: bool = True,
+) -> Operation[BranchInfo]:
+    """A branch starting at a checkpoint's message: restoring it, in one script."""
+    chat = state.keyspace.chat(chat_id)
+    check_name(checkpoint, "checkpoint name")
+    info: BranchInfo = yield _create_call(
+        state, chat, checkpoint, "checkpoint", base=base, name=name, activate=activate
+    )
+    return info
+
+
+def _create_call(
+    state: StoreState,
+    chat: ChatKeys,
+    at: str,
+    at_kind: str,
+    *,
+    base: str,
+    name: str | None,
+    activate: bool,
+) -> Call[BranchInfo]:
     check_name(base, "base")
     if name is not None:
         check_name(name, "branch name")
     script = load_script("create_branch")
-    info: BranchInfo = yield script_call(
+    return script_call(
         script,
         keys_for(script, chat),
-        (at_message or "", base, name or "", "1" if activate else "0", state.clock()),
+        (at, base, name or "", "1" if activate else "0", state.clock(), at_kind),
         parse=_one_branch(chat),
-        context=chat_context(chat_id),
+        context=chat_context(chat.chat_id),
     )
-    return info
 
 
 def get_branch(state: StoreState, chat_id: str, name: str | None = None) -> Operation[BranchInfo]:

@@ -51,34 +51,6 @@ def metadata_args(metadata: Mapping[str, Any] | None, state: StoreState) -> list
     return args
 
 
-def upsert_chat(
-    state: StoreState, chat_id: str, user_id: str, metadata: Mapping[str, Any] | None = None
-) -> Operation[ChatMeta]:
-    """Create the chat if missing, else check the owner; merge ``metadata`` when given.
-
-    Opening an existing chat is one round trip. Creating one (or merging metadata) adds a second
-    for the index entries; they are sent only after the script succeeded, so a refused upsert
-    (another user's chat) writes nothing anywhere.
-    """
-    chat = state.keyspace.chat(chat_id)
-    check_key_id(user_id, "user_id")
-    meta_args = metadata_args(metadata, state)
-    script = load_script("upsert_chat")
-    created, meta = yield script_call(
-        script,
-        keys_for(script, chat),
-        (user_id, state.clock(), *meta_args),
-        parse=lambda reply: (bool(reply[0]), chat_meta(chat_id, chat.key("chat"), reply[1])),
-        context=chat_context(chat_id),
-    )
-    state.owners.remember(chat_id, meta.user_id)
-    if created or meta_args:
-        outcomes = yield indexes.touch_calls(state, chat_id, user_id, meta.updated_at, "GT")
-        _log_index_failures(outcomes)
-    result: ChatMeta = meta
-    return result
-
-
 def get_chat(state: StoreState, chat_id: str) -> Operation[ChatMeta]:
     chat = state.keyspace.chat(chat_id)
     script = load_script("get_chat")
@@ -144,14 +116,14 @@ def with_touch(
     owner = state.owners.get(chat_id)
     if owner is not None:
         outcomes = yield (call, *indexes.touch_calls(state, chat_id, owner, now, "GT"))
-        _log_index_failures(outcomes[1:])
+        log_index_failures(outcomes[1:])
         first: T = _first(outcomes)
         return first
     result: T = yield call
     owner = owner_of(result)
     state.owners.remember(chat_id, owner)
     touched = yield indexes.touch_calls(state, chat_id, owner, updated_at_of(result), "GT")
-    _log_index_failures(touched)
+    log_index_failures(touched)
     return result
 
 
@@ -163,7 +135,7 @@ def _first(outcomes: list[Any]) -> Any:
     return first
 
 
-def _log_index_failures(outcomes: list[Any]) -> None:
+def log_index_failures(outcomes: list[Any]) -> None:
     for outcome in outcomes:
         if isinstance(outcome, CtxStoreError):
             log.warning("chat index update failed (a later listing repairs it): %s", outcome)
@@ -207,5 +179,5 @@ def delete_chat(state: StoreState, chat_id: str, *, user_id: str | None = None) 
     if deleted:
         state.owners.forget(chat_id)
         outcomes = yield indexes.removal_calls(state, chat_id, owner)
-        _log_index_failures(outcomes)
+        log_index_failures(outcomes)
     return bool(deleted)

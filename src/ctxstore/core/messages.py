@@ -8,9 +8,8 @@ from typing import Any, get_args
 from ctxstore.core.chats import chat_context, keys_for, with_touch
 from ctxstore.core.codec import encode, plain_dict
 from ctxstore.core.ids import check_name, new_message_id
-from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Arg, Operation, script_call
-from ctxstore.core.records import branch_info, message_record, stored_message, text
+from ctxstore.core.records import branch_info, chain_messages, message_record, stored_message, text
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
 from ctxstore.errors import ValidationError
@@ -154,23 +153,12 @@ def get_message(state: StoreState, chat_id: str, message_id: str) -> Operation[S
     return message
 
 
-def _max_depth(state: StoreState, max_depth: int | None) -> int:
+def max_depth_arg(state: StoreState, max_depth: int | None) -> int:
     if max_depth is None:
         return state.limits.max_chain_depth
     if isinstance(max_depth, bool) or not isinstance(max_depth, int) or max_depth < 1:
         raise ValidationError(f"max_depth must be a positive integer, got {max_depth!r}")
     return max_depth
-
-
-def _chain(chat: ChatKeys, ids: Sequence[bytes], records: Sequence[bytes]) -> list[StoredMessage]:
-    key = chat.key("msg")
-    chain: list[StoredMessage] = []
-    parent: str | None = None
-    for raw_id, raw in zip(ids, records, strict=True):
-        message_id = text(raw_id)
-        chain.append(stored_message(message_id, parent, raw, key))
-        parent = message_id
-    return chain
 
 
 def get_chain(
@@ -184,8 +172,8 @@ def get_chain(
     chain: list[StoredMessage] = yield script_call(
         script,
         keys_for(script, chat),
-        ("head", head or "", _max_depth(state, max_depth)),
-        parse=lambda reply: _chain(chat, reply[3], reply[4]),
+        ("head", head or "", max_depth_arg(state, max_depth)),
+        parse=lambda reply: chain_messages(chat.key("msg"), reply[3], reply[4]),
         context=chat_context(chat_id),
     )
     return chain
@@ -209,12 +197,12 @@ def load_branch(
             length=len(ids),
             key=chat.key("branch"),
         )
-        return BranchChain(info, _chain(chat, ids, records))
+        return BranchChain(info, chain_messages(chat.key("msg"), ids, records))
 
     loaded: BranchChain = yield script_call(
         script,
         keys_for(script, chat),
-        ("branch", branch or "", _max_depth(state, max_depth)),
+        ("branch", branch or "", max_depth_arg(state, max_depth)),
         parse=parse,
         context=chat_context(chat_id),
     )

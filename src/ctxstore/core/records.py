@@ -172,3 +172,16 @@ def stored_message(message_id: str, parent_id: str | None, raw: bytes, key: str)
         "created_at": int(record.get("created_at", 0)),
         "message": record["data"],
     }
+
+
+def chain_messages(
+    msg_key: str, ids: Sequence[bytes], records: Sequence[bytes]
+) -> list[StoredMessage]:
+    """A walked chain as message dicts, root first; each parent is the previous message."""
+    chain: list[StoredMessage] = []
+    parent: str | None = None
+    for raw_id, raw in zip(ids, records, strict=True):
+        message_id = text(raw_id)
+        chain.append(stored_message(message_id, parent, raw, msg_key))
+        parent = message_id
+    return chain

@@ -1,0 +1,87 @@
+"""open_chat (upsert + owner check + read, in one script) and restoring checkpoints."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import ctxstore
+from ctxstore import NewMessage
+from tests.support.wire import trace_wire
+
+
+def test_open_creates_and_reports_it(store: Any) -> None:
+    opened = store.open_chat("c1", "alice", {"a": 1}, load=True)
+    assert opened.created is True
+    assert opened.chat.metadata == {"a": 1}
+    assert (opened.branch.name, opened.branch.head_message_id, opened.messages) == (
+        "main",
+        None,
+        [],
+    )
+    again = store.open_chat("c1", "alice")
+    assert again.created is False
+
+
+def test_open_reads_the_active_branch_and_its_chain(store: Any) -> None:
+    store.upsert_chat("c1", "alice")
+    store.append(
+        "c1",
+        "main",
+        [
+            NewMessage({"role": "user", "content": "a"}, id="m1"),
+            NewMessage({"role": "assistant", "content": "b"}, id="m2"),
+        ],
+        expected_head=None,
+    )
+    store.create_branch("c1", "m1", activate=True)
+    opened = store.open_chat("c1", "alice", load=True)
+    assert opened.branch.name == "main-v2"
+    assert opened.branch.is_active
+    assert [m["id"] for m in opened.messages] == ["m1"]
+    assert store.open_chat("c1", "alice").messages == []
+
+
+def test_open_of_another_users_chat_reads_and_writes_nothing(store: Any, snap: Any) -> None:
+    store.upsert_chat("c1", "alice")
+    store.append("c1", "main", [{"role": "user", "content": "secret"}], expected_head=None)
+    before = snap()
+    with pytest.raises(ctxstore.PermissionDeniedError):
+        store.open_chat("c1", "mallory", {"x": 1}, load=True)
+    assert snap() == before
+
+
+def test_opening_an_existing_chat_is_one_round_trip(
+    sync_store: ctxstore.Store, backend: str
+) -> None:
+    sync_store.open_chat("c1", "alice", load=True)
+    with trace_wire() as wire:
+        sync_store.open_chat("c1", "alice", load=True)
+    if not backend.startswith("redis+cluster"):
+        assert (wire.round_trips, wire.commands) == (1, ["EVALSHA"])
+
+
+def test_branch_from_checkpoint(store: Any) -> None:
+    store.upsert_chat("c1", "alice")
+    store.append(
+        "c1",
+        "main",
+        [
+            NewMessage({"role": "user", "content": "a"}, id="m1"),
+            NewMessage({"role": "assistant", "content": "b"}, id="m2"),
+        ],
+        expected_head=None,
+    )
+    store.upsert_checkpoint("c1", "start", "m1")
+    info = store.branch_from_checkpoint("c1", "start")
+    assert (info.name, info.head_message_id, info.is_active, info.message_count) == (
+        "main-v2",
+        "m1",
+        True,
+        1,
+    )
+    named = store.branch_from_checkpoint("c1", "start", name="retry", activate=False)
+    assert (named.name, named.is_active) == ("retry", False)
+    with pytest.raises(ctxstore.CheckpointNotFoundError, match="nope"):
+        store.branch_from_checkpoint("c1", "nope")
