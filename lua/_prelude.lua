@@ -145,6 +145,51 @@ local function upsert_chat(chat_key, branch_key, user_id, now, meta_from)
   return created
 end
 
+-- The ids an append stored before, when ARGV[from..] (id, spare id, record triples) is a replay
+-- of it: each message stored under its id or its spare id with the very same record bytes (the
+-- record holds the call's timestamp, so only the same call matches), each the child of the one
+-- before. nil otherwise. Costs nothing unless the first message already exists.
+local function replayed_append(msg_key, parent_key, from)
+  local first, first_spare = ARGV[from], ARGV[from + 1]
+  if redis.call('HEXISTS', parent_key, first) == 0
+     and (first_spare == '' or redis.call('HEXISTS', parent_key, first_spare) == 0) then
+    return nil
+  end
+  local stored = {}
+  for i = from, #ARGV, 3 do
+    local used = nil
+    for _, candidate in ipairs({ARGV[i], ARGV[i + 1]}) do
+      if not used and candidate ~= '' and redis.call('HGET', msg_key, candidate) == ARGV[i + 2] then
+        used = candidate
+      end
+    end
+    if not used then
+      return nil
+    end
+    if #stored > 0 and redis.call('HGET', parent_key, used) ~= stored[#stored] then
+      return nil
+    end
+    stored[#stored + 1] = used
+  end
+  return stored
+end
+
+-- The name of a branch whose head is message_id, preferring `preferred`.
+local function branch_with_head(branch_key, message_id, preferred)
+  local flat = redis.call('HGETALL', branch_key)
+  local found = preferred
+  for i = 1, #flat, 2 do
+    local ok, record = pcall(cjson.decode, flat[i + 1])
+    if ok and type(record) == 'table' and record.head == message_id then
+      if flat[i] == preferred then
+        return preferred
+      end
+      found = flat[i]
+    end
+  end
+  return found
+end
+
 -- HMGET in slices: unpack() of a very long list overflows the Lua stack.
 local function hmget_all(key, fields)
   local values = {}

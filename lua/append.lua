@@ -22,6 +22,8 @@
 -- on_existing=fork is the edit rule: a message whose id exists starts a new branch at that
 -- message's parent (auto-named after the branch being written, activated) and is stored there
 -- under its spare id; the messages after it follow it there. Nothing is ever overwritten.
+-- A replay (the same call sent again after its reply was lost) finds every message already
+-- stored, byte for byte, in order: it is answered like the first time and writes nothing.
 
 return run(function()
   local chat, msg, parent, depth, branch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
@@ -31,7 +33,17 @@ return run(function()
 
   local owner = require_chat(chat)
   local record = read_branch(branch, target)
-  local name_branch = branch_namer(branch)
+  local stored_before = replayed_append(msg, parent, 6)
+  if stored_before then
+    local last = stored_before[#stored_before]
+    return {branch_with_head(branch, last, target), last, stored_before, 0, '', {},
+            tonumber(redis.call('HGET', chat, 'updated_at')), owner}
+  end
+  local namer = nil
+  local function name_branch(base)
+    namer = namer or branch_namer(branch)
+    return namer(base)
+  end
 
   -- Phase 1: decide everything and validate; no writes.
   local cursor = record.head

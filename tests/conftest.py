@@ -126,3 +126,36 @@ def snap(backend: str, namespace: str) -> Any:
     from tests.support.keyspace import snapshot
 
     return lambda: snapshot(backend, f"ctx:{namespace}")
+
+
+@pytest.fixture(params=["sync", "async"])
+def make_engine(
+    request: pytest.FixtureRequest,
+    backend: str,
+    namespace: str,
+    clock: Clock,
+    loop_thread: LoopThread,
+) -> Iterator[Any]:
+    """A factory of context engines on ``backend``, sync or (wrapped) async, sharing one store."""
+    if request.param == "sync":
+        sync_store = ctxstore.connect(backend, namespace=namespace, clock=clock)
+
+        def make_sync(**kwargs: Any) -> Any:
+            kwargs.setdefault("chat_id", "c1")
+            kwargs.setdefault("user_id", "alice")
+            return ctxstore.ContextEngine(store=sync_store, **kwargs)
+
+        make_sync.store = sync_store  # type: ignore[attr-defined]
+        yield make_sync
+        sync_store.close()
+        return
+    async_store = ctxstore.connect_async(backend, namespace=namespace, clock=clock)
+
+    def make_async(**kwargs: Any) -> Any:
+        kwargs.setdefault("chat_id", "c1")
+        kwargs.setdefault("user_id", "alice")
+        return SyncOverAsync(ctxstore.AsyncContextEngine(store=async_store, **kwargs), loop_thread)
+
+    make_async.store = SyncOverAsync(async_store, loop_thread)  # type: ignore[attr-defined]
+    yield make_async
+    loop_thread.run(async_store.close())

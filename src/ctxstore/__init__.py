@@ -6,6 +6,8 @@ litellm and tiktoken load on first use of what needs them.
 """
 
 from ctxstore.async_store import AsyncStore, connect_async
+from ctxstore.context import *  # noqa: F403 - the engine API is part of the top-level API
+from ctxstore.context import __all__ as _context_all
 from ctxstore.core.state import Limits
 from ctxstore.errors import (
     BackendBusyError,
@@ -19,6 +21,7 @@ from ctxstore.errors import (
     ConflictError,
     CorruptionError,
     CtxStoreError,
+    EmptyBranchError,
     HeadConflictError,
     InvalidIdError,
     LimitExceededError,
@@ -40,13 +43,15 @@ from ctxstore.models import (
     CheckpointInfo,
     GraphNode,
     NewMessage,
+    OpenedChat,
     StoredMessage,
 )
 from ctxstore.store import Store, connect
 
 __version__ = "0.1.0"
 
-__all__ = [
+__all__ = [  # noqa: PLE0604 - the context names are added below
+    *_context_all,
     "AppendResult",
     "AsyncStore",
     "BackendBusyError",
@@ -66,6 +71,7 @@ __all__ = [
     "ConflictError",
     "CorruptionError",
     "CtxStoreError",
+    "EmptyBranchError",
     "GraphNode",
     "HeadConflictError",
     "InvalidIdError",
@@ -75,6 +81,7 @@ __all__ = [
     "MessageNotFoundError",
     "NewMessage",
     "NotFoundError",
+    "OpenedChat",
     "PayloadTooLargeError",
     "PermissionDeniedError",
     "Store",

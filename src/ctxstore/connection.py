@@ -27,6 +27,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from redis.backoff import ExponentialWithJitterBackoff
+from redis.asyncio.retry import Retry as AsyncRetry
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
 
 from ctxstore.core.failures import TRANSPORT_ERRORS, translate
@@ -67,18 +69,25 @@ def parse_url(url: str | None) -> Target:
     )
 
 
-def _server_options(options: dict[str, Any]) -> dict[str, Any]:
-    """Defaults for servers: bytes replies, bounded connect time, a short retry budget.
+def _server_options(options: dict[str, Any], *, asynchronous: bool) -> dict[str, Any]:
+    """Defaults for servers: bytes replies, bounded connect time, a short and safe retry budget.
 
-    redis-py's own default retries ten times with backoff, which makes an unreachable server
-    take seconds to report; three quick retries ride out a failover blip and fail fast otherwise.
+    redis-py's own default retries ten times, on timeouts too. A command that timed out may
+    have run: resending ``add_usage`` or ``create_branch`` would apply it twice. So only
+    connection errors are retried (three quick attempts ride out a failover blip and fail fast
+    otherwise); ``append`` additionally recognizes its own replay and answers as the first time.
     """
     if options.get("decode_responses"):
         raise ConfigurationError("ctxstore needs decode_responses=False (records are msgpack)")
+    retry_class = AsyncRetry if asynchronous else Retry
     merged = {
         "socket_connect_timeout": 5.0,
         "socket_timeout": 30.0,
-        "retry": Retry(ExponentialWithJitterBackoff(cap=0.256, base=0.008), 3),
+        "retry": retry_class(
+            ExponentialWithJitterBackoff(cap=0.256, base=0.008),
+            3,
+            supported_errors=(RedisConnectionError,),
+        ),
         **options,
     }
     merged["decode_responses"] = False
@@ -109,7 +118,7 @@ def make_client(target: Target, options: dict[str, Any], *, asynchronous: bool) 
         server = _memory_server(target.name)
         cls = fakeredis.FakeAsyncRedis if asynchronous else fakeredis.FakeRedis
         return cls(server=server, decode_responses=False)
-    merged = _server_options(options)
+    merged = _server_options(options, asynchronous=asynchronous)
     if target.kind == "cluster":
         if asynchronous:
             from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster

@@ -81,10 +81,20 @@ class HeadConflictError(ConflictError):
     """
 
     def __init__(
-        self, message: str, *, branch: str, expected_head: str | None, current_head: str | None
+        self,
+        message: str,
+        *,
+        branch: str,
+        expected_head: str | None,
+        current_head: str | None,
+        **details: Any,
     ) -> None:
         super().__init__(
-            message, branch=branch, expected_head=expected_head, current_head=current_head
+            message,
+            branch=branch,
+            expected_head=expected_head,
+            current_head=current_head,
+            **details,
         )
         self.branch = branch
         self.expected_head = expected_head

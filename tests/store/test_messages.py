@@ -8,6 +8,7 @@ import pytest
 
 import ctxstore
 from ctxstore import NewMessage
+from ctxstore.core import messages as messages_core
 
 
 def user(text: str) -> dict[str, Any]:
@@ -244,3 +245,57 @@ def test_load_branch_reads_the_active_branch_and_its_chain(store: Any, chat: str
     assert contents(main.messages) == ["a", "b"]
     with pytest.raises(ctxstore.BranchNotFoundError):
         store.load_branch(chat, "ghost")
+
+
+def test_a_replayed_append_is_answered_like_the_first_time(backend: str, namespace: str) -> None:
+    """A client that resends an append after losing its reply must not get an error, nor a copy."""
+    store = ctxstore.connect(backend, namespace=namespace, clock=lambda: 1_700_000_000_000)
+    store.upsert_chat("c1", "alice")
+    batch = [NewMessage(user("a"), id="m1"), NewMessage(bot("b"), id="m2")]
+    first = store.append("c1", "main", batch, expected_head=None)
+    again = store.append("c1", "main", batch, expected_head=None)
+    assert (again.branch, again.head_message_id, again.message_ids) == (
+        first.branch,
+        first.head_message_id,
+        first.message_ids,
+    )
+    assert store.get_branch("c1", "main").message_count == 2
+    assert store.list_chats()[0].message_count == 2
+    different = [NewMessage(user("other"), id="m1")]
+    with pytest.raises(ctxstore.MessageExistsError):
+        store.append("c1", "main", different, expected_head="m2")
+    store.close()
+
+
+def test_a_replayed_edit_is_answered_like_the_first_time(backend: str, namespace: str) -> None:
+    store = ctxstore.connect(backend, namespace=namespace, clock=lambda: 1_700_000_000_000)
+    store.upsert_chat("c1", "alice")
+    store.append("c1", "main", [NewMessage(user("a"), id="m1")], expected_head=None)
+    op = messages_core.append(  # one call, sent twice with the same spare ids
+        store.state,
+        "c1",
+        "main",
+        [NewMessage(user("a, edited"), id="m1")],
+        expected_head="m1",
+        on_existing="fork",
+    )
+    calls = []
+    step = next(op)
+    calls.append(step)
+    first, _owner = store.run(_replay(calls[0]))
+    second, _owner = store.run(_replay(calls[0]))
+    assert (second.branch, second.head_message_id, second.message_ids) == (
+        first.branch,
+        first.head_message_id,
+        first.message_ids,
+    )
+    assert first.created_branches == ("main-v2",)
+    assert len(store.list_branches("c1")) == 2
+    store.close()
+
+
+def _replay(step: Any) -> Any:
+    """An operation that sends one prepared step and returns its parsed reply."""
+    calls = step if isinstance(step, tuple) else (step,)
+    outcomes = yield calls
+    return outcomes[0]

@@ -31,7 +31,7 @@ class LoopThread:
 
 
 class SyncOverAsync:
-    """The sync store surface, served by an AsyncStore on a LoopThread."""
+    """A sync surface over an async object (a store or an engine), run on a LoopThread."""
 
     def __init__(self, store: Any, loop: LoopThread) -> None:
         self._store = store
@@ -43,11 +43,19 @@ class SyncOverAsync:
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._store, name)
-        if not inspect.iscoroutinefunction(attribute):
-            return attribute
+        if inspect.iscoroutinefunction(attribute):
 
-        @functools.wraps(attribute)
-        def call(*args: Any, **kwargs: Any) -> Any:
-            return self._loop.run(attribute(*args, **kwargs))
+            @functools.wraps(attribute)
+            def call(*args: Any, **kwargs: Any) -> Any:
+                return self._loop.run(attribute(*args, **kwargs))
 
-        return call
+            return call
+        if callable(attribute):
+
+            @functools.wraps(attribute)
+            def plain(*args: Any, **kwargs: Any) -> Any:
+                result = attribute(*args, **kwargs)
+                return self if result is self._store else result  # keep chaining on the facade
+
+            return plain
+        return attribute

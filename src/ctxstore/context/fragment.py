@@ -8,8 +8,8 @@ the system prompt.
 Data may also be *lazy*: a sync or async callable, an awaitable, or a (sync or async) iterator.
 Lazy values are materialized once, by :func:`materialize` / :func:`amaterialize`, which the
 context engine calls on the first ``resolve()`` and caches. Both share one walker
-(:func:`_walk`), a generator that yields the awaitables it meets; the sync driver runs them on a
-private event loop, the async driver awaits them.
+(:func:`walk`), a generator that yields the awaitables it meets: :func:`drive_sync` runs them on
+a private event loop, :func:`drive_async` awaits them.
 """
 
 from __future__ import annotations
@@ -23,10 +23,11 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Generator, Iterator, Mapping
 from decimal import Decimal
 from pathlib import PurePath
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
 from ctxstore.errors import ValidationError
 
+T = TypeVar("T")
 FragmentKind = Literal["fragment", "message"]
 FRAGMENT_KINDS: tuple[FragmentKind, ...] = ("fragment", "message")
 
@@ -113,25 +114,39 @@ def materialize(source: Fragment) -> Fragment:
     Async lazy values are run on a private event loop, which is impossible from inside a running
     loop: there, use :func:`amaterialize` (the async engine does).
     """
-    walker = _walk(source, source.name)
-    try:
-        pending = next(walker)
-        while True:
-            pending = walker.send(_run_awaitable(pending))
-    except StopIteration as done:
-        result: Fragment = done.value
-        return result
+    result: Fragment = drive_sync(walk(source, source.name))
+    return result
 
 
 async def amaterialize(source: Fragment) -> Fragment:
     """Async twin of :func:`materialize`: awaits async lazy values on the running loop."""
-    walker = _walk(source, source.name)
+    result: Fragment = await drive_async(walk(source, source.name))
+    return result
+
+
+#: A computation that may need awaitables resolved: it yields them and receives their results.
+Steps = Generator[Awaitable[Any], Any, T]
+
+
+def drive_sync(steps: Steps[T]) -> T:
+    """Run ``steps``, resolving each awaitable it yields on a private event loop."""
     try:
-        pending = next(walker)
+        pending = next(steps)
         while True:
-            pending = walker.send(await pending)
+            pending = steps.send(_run_awaitable(pending))
     except StopIteration as done:
-        result: Fragment = done.value
+        result: T = done.value
+        return result
+
+
+async def drive_async(steps: Steps[T]) -> T:
+    """Run ``steps``, awaiting each awaitable it yields on the running loop."""
+    try:
+        pending = next(steps)
+        while True:
+            pending = steps.send(await pending)
+    except StopIteration as done:
+        result: T = done.value
         return result
 
 
@@ -144,8 +159,8 @@ def _run_awaitable(pending: Awaitable[Any]) -> Any:
         if inspect.iscoroutine(pending):
             pending.close()
         raise ValidationError(
-            "a fragment holds async data, and a sync engine cannot await it inside a running "
-            "event loop; use AsyncContextEngine"
+            "a fragment holds async data that cannot be awaited here (an event loop is running): "
+            "use AsyncContextEngine and await resolve() before render()"
         )
 
     async def wait() -> Any:
@@ -177,11 +192,11 @@ def _unwrap(value: Any, path: str) -> Generator[Awaitable[Any], Any, Any]:
     raise ValidationError(f"{path}: lazy data kept returning lazy data")
 
 
-def _walk(value: Any, path: str) -> Generator[Awaitable[Any], Any, Any]:
+def walk(value: Any, path: str) -> Generator[Awaitable[Any], Any, Any]:
     """Materialize and normalize ``value``; yields awaitables for the driver to resolve."""
     value = yield from _unwrap(value, path)
     if isinstance(value, Fragment):
-        data = yield from _walk(value.data, f"{path}.{value.name}")
+        data = yield from walk(value.data, f"{path}.{value.name}")
         return Fragment(
             value.name, data, id=value.id, kind=value.kind, metadata=_copy_data(value.metadata)
         )
@@ -192,12 +207,12 @@ def _walk(value: Any, path: str) -> Generator[Awaitable[Any], Any, Any]:
         for key, item in value.items():
             if not isinstance(key, str):
                 raise ValidationError(f"{path}: dict keys must be strings, got {key!r}")
-            result[key] = yield from _walk(item, f"{path}.{key}")
+            result[key] = yield from walk(item, f"{path}.{key}")
         return result
     if isinstance(value, (list, tuple)):
         items = []
         for index, item in enumerate(value):
-            items.append((yield from _walk(item, f"{path}[{index}]")))
+            items.append((yield from walk(item, f"{path}[{index}]")))
         return items
     return _scalar(value, path)
 

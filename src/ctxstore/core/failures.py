@@ -125,6 +125,7 @@ def _conflict(details: dict[str, Any], ctx: dict[str, Any], where: str) -> error
             branch=branch,
             expected_head=expected,
             current_head=current,
+            **ctx,
         )
     if reason == "message_exists":
         message_id = details.get("id")

@@ -1,0 +1,206 @@
+"""ContextEngine and AsyncContextEngine: one chat's context, as a sync or an async API.
+
+Both are thin shells over :class:`~ctxstore.context.engine_core.EngineCore`: every method runs
+one core operation with the store's ``run`` (sync) or ``await run`` (async). They have the same
+names and signatures; a test checks it. An engine is cheap: make one per request or task, and
+do not share one between concurrent tasks.
+
+Typical turn::
+
+    engine = ContextEngine(store=store, chat_id="c1", user_id="alice")
+    engine.set(role("You are terse."), user("Hi"))
+    context = engine.resolve()                       # one round trip
+    reply = litellm.completion(model=..., messages=context.with_system())
+    engine.set(message(reply.choices[0].message))
+    engine.save()                                    # one round trip
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from ctxstore.async_store import AsyncStore
+from ctxstore.context.engine_core import EngineCore, ResolveResult
+from ctxstore.context.fragment import Fragment, drive_async, drive_sync
+from ctxstore.context.renderers import Renderer
+from ctxstore.models import BranchInfo, ChatMeta, CheckpointInfo, ConflictPolicy
+from ctxstore.store import Store
+
+
+class _EngineView:
+    """Read-only properties both engines share."""
+
+    _core: EngineCore
+
+    @property
+    def chat_id(self) -> str:
+        return self._core.chat_id
+
+    @property
+    def user_id(self) -> str:
+        return self._core.user_id
+
+    @property
+    def branch(self) -> str:
+        """The branch this engine works on: ``"main"`` until the chat is opened."""
+        return self._core.branch
+
+    @property
+    def head_message_id(self) -> str | None:
+        """The head of the branch as this engine last saw it; None before any message."""
+        return self._core.head
+
+    @property
+    def chat(self) -> ChatMeta | None:
+        """The chat's fields as last read or written; None before the chat is opened."""
+        return self._core.chat
+
+    @property
+    def pending(self) -> tuple[Fragment, ...]:
+        """Message fragments set but not saved yet."""
+        return tuple(self._core.pending)
+
+    @property
+    def context(self) -> tuple[Fragment, ...]:
+        """The context fragments the system prompt is rendered from."""
+        return self._core.context
+
+    def render(self, renderer: Renderer | None = None) -> str:
+        """The system prompt alone, no I/O (lazy data must be materialized: see resolve())."""
+        drive_sync(self._core.materialize_context())
+        return self._core.render(renderer)
+
+
+class ContextEngine(_EngineView):
+    """The context of one chat for one user, on a sync :class:`~ctxstore.Store`."""
+
+    def __init__(
+        self,
+        *,
+        store: Store,
+        chat_id: str,
+        user_id: str,
+        metadata: Mapping[str, Any] | None = None,
+        on_conflict: ConflictPolicy = "rebase",
+    ) -> None:
+        self._store = store
+        self._core = EngineCore(
+            store.state,
+            chat_id=chat_id,
+            user_id=user_id,
+            metadata=metadata,
+            on_conflict=on_conflict,
+        )
+
+    def set(self, *fragments: Fragment) -> ContextEngine:
+        """Add fragments: messages are queued for save(), the rest join the context."""
+        self._core.set(fragments)
+        return self
+
+    def resolve(self, renderer: Renderer | None = None) -> ResolveResult:
+        """The system prompt and the messages (persisted chain, then pending): one round trip."""
+        drive_sync(self._core.materialize_context())
+        chain = self._store.run(self._core.resolve_op())
+        return self._core.resolved(chain, renderer)
+
+    def save(self) -> str | None:
+        """Persist the pending messages (one round trip); returns the new head."""
+        return self._store.run(self._core.save_op())
+
+    def rewind(self, message_id: str) -> BranchInfo:
+        """Branch at ``message_id`` and work there; pending messages are dropped."""
+        return self._store.run(self._core.rewind_op(message_id))
+
+    def btw(self) -> BranchInfo:
+        """A side branch at the current head, not activated; pending messages are kept."""
+        return self._store.run(self._core.btw_op())
+
+    def switch_branch(self, name: str) -> BranchInfo:
+        """Activate ``name`` and work there; pending messages are dropped."""
+        return self._store.run(self._core.switch_branch_op(name))
+
+    def checkpoint(self, name: str) -> CheckpointInfo:
+        """Name the current head."""
+        return self._store.run(self._core.checkpoint_op(name))
+
+    def restore(self, name: str) -> BranchInfo:
+        """Rewind to a checkpoint's message."""
+        return self._store.run(self._core.restore_op(name))
+
+    def update_chat(
+        self, *, title: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> ChatMeta:
+        """Replace the title, shallow-merge metadata."""
+        return self._store.run(self._core.update_chat_op(title, metadata))
+
+    def track_usage(self, usage: Mapping[str, Any] | object) -> dict[str, int]:
+        """Add an LLM call's token usage to ``chat.metadata["usage"]``; returns the totals."""
+        return self._store.run(self._core.track_usage_op(usage))
+
+
+class AsyncContextEngine(_EngineView):
+    """The context of one chat for one user, on an :class:`~ctxstore.AsyncStore`."""
+
+    def __init__(
+        self,
+        *,
+        store: AsyncStore,
+        chat_id: str,
+        user_id: str,
+        metadata: Mapping[str, Any] | None = None,
+        on_conflict: ConflictPolicy = "rebase",
+    ) -> None:
+        self._store = store
+        self._core = EngineCore(
+            store.state,
+            chat_id=chat_id,
+            user_id=user_id,
+            metadata=metadata,
+            on_conflict=on_conflict,
+        )
+
+    def set(self, *fragments: Fragment) -> AsyncContextEngine:
+        """Add fragments: messages are queued for save(), the rest join the context."""
+        self._core.set(fragments)
+        return self
+
+    async def resolve(self, renderer: Renderer | None = None) -> ResolveResult:
+        """The system prompt and the messages (persisted chain, then pending): one round trip."""
+        await drive_async(self._core.materialize_context())
+        chain = await self._store.run(self._core.resolve_op())
+        return self._core.resolved(chain, renderer)
+
+    async def save(self) -> str | None:
+        """Persist the pending messages (one round trip); returns the new head."""
+        return await self._store.run(self._core.save_op())
+
+    async def rewind(self, message_id: str) -> BranchInfo:
+        """Branch at ``message_id`` and work there; pending messages are dropped."""
+        return await self._store.run(self._core.rewind_op(message_id))
+
+    async def btw(self) -> BranchInfo:
+        """A side branch at the current head, not activated; pending messages are kept."""
+        return await self._store.run(self._core.btw_op())
+
+    async def switch_branch(self, name: str) -> BranchInfo:
+        """Activate ``name`` and work there; pending messages are dropped."""
+        return await self._store.run(self._core.switch_branch_op(name))
+
+    async def checkpoint(self, name: str) -> CheckpointInfo:
+        """Name the current head."""
+        return await self._store.run(self._core.checkpoint_op(name))
+
+    async def restore(self, name: str) -> BranchInfo:
+        """Rewind to a checkpoint's message."""
+        return await self._store.run(self._core.restore_op(name))
+
+    async def update_chat(
+        self, *, title: str | None = None, metadata: Mapping[str, Any] | None = None
+    ) -> ChatMeta:
+        """Replace the title, shallow-merge metadata."""
+        return await self._store.run(self._core.update_chat_op(title, metadata))
+
+    async def track_usage(self, usage: Mapping[str, Any] | object) -> dict[str, int]:
+        """Add an LLM call's token usage to ``chat.metadata["usage"]``; returns the totals."""
+        return await self._store.run(self._core.track_usage_op(usage))

@@ -1,0 +1,304 @@
+"""The context engine's logic, without I/O, shared by ContextEngine and AsyncContextEngine.
+
+The engine holds three things: context fragments (rendered into the system prompt), pending
+message fragments (not yet saved), and its view of the chat (the branch it works on, that
+branch's head, the chat's fields). Each method that talks to Redis is an *operation*: a
+generator of store calls from :mod:`ctxstore.core`, which the sync and async engines run with
+their store's ``run``. Materializing lazy fragment data is a generator of awaitables, driven the
+same way by :func:`~ctxstore.context.fragment.drive_sync` / ``drive_async``.
+
+The first operation of an engine opens the chat (upsert, owner check, the constructor metadata
+merged once, the active branch loaded) in the same script as its own work where it can:
+``resolve()`` opens and reads the conversation in one round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Generator, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, get_args
+
+from ctxstore.context.fragment import Fragment, copy_fragment, walk
+from ctxstore.context.messages import LAST_ASSISTANT_METADATA, message_payload
+from ctxstore.context.renderers import Renderer, XmlRenderer
+from ctxstore.core import branches, chats, checkpoints, opening
+from ctxstore.core import messages as message_ops
+from ctxstore.core.chats import metadata_args
+from ctxstore.core.ids import check_key_id, check_name
+from ctxstore.core.protocol import Operation
+from ctxstore.core.state import StoreState
+from ctxstore.errors import EmptyBranchError, ValidationError
+from ctxstore.models import (
+    BranchInfo,
+    ChatMeta,
+    CheckpointInfo,
+    ConflictPolicy,
+    NewMessage,
+    OpenedChat,
+    StoredMessage,
+)
+
+
+@dataclass(frozen=True)
+class ResolveResult:
+    """What an LLM call takes: the rendered system prompt and the message list.
+
+    ``messages`` holds the branch's persisted chain, root first, then the pending messages, as
+    chat-message dicts: pass them straight to ``litellm.completion(messages=...)`` (with the
+    system prompt as a leading ``{"role": "system", ...}`` message, see :meth:`with_system`).
+    """
+
+    system_prompt: str
+    messages: list[dict[str, Any]]
+
+    def with_system(self) -> list[dict[str, Any]]:
+        """The messages with the system prompt in front (omitted when it is empty)."""
+        if not self.system_prompt:
+            return list(self.messages)
+        return [{"role": "system", "content": self.system_prompt}, *self.messages]
+
+
+class EngineCore:
+    """State and operations of one engine on one chat. Not safe to share between tasks."""
+
+    def __init__(
+        self,
+        state: StoreState,
+        *,
+        chat_id: str,
+        user_id: str,
+        metadata: Mapping[str, Any] | None,
+        on_conflict: ConflictPolicy,
+    ) -> None:
+        self._state = state
+        self.chat_id = check_key_id(chat_id, "chat_id")
+        self.user_id = check_key_id(user_id, "user_id")
+        if on_conflict not in get_args(ConflictPolicy):
+            raise ValidationError(
+                f"on_conflict must be one of {get_args(ConflictPolicy)}, got {on_conflict!r}"
+            )
+        self.on_conflict: ConflictPolicy = on_conflict
+        metadata_args(metadata, state)  # refuse bad metadata now, not at the first call
+        self._initial_metadata = dict(metadata) if metadata else None
+        self.chat: ChatMeta | None = None
+        self.branch = "main"
+        self.head: str | None = None
+        self._context: list[Fragment] = []
+        self._materialized: list[bool] = []
+        self.pending: list[Fragment] = []
+        self._last_assistant: str | None = None
+        self._last_assistant_known = False
+
+    # --- fragments -----------------------------------------------------------------------------
+
+    def set(self, fragments: Iterable[Fragment]) -> None:
+        """Queue message fragments; add the others to the context. Both are copied."""
+        for item in fragments:
+            if not isinstance(item, Fragment):
+                raise ValidationError(
+                    f"set() takes fragments, got {type(item).__name__}; build one with "
+                    "fragment(), hint(), user(), ..."
+                )
+            copied = copy_fragment(item)
+            if copied.is_message:
+                message_payload(copied)  # a message fragment must carry a chat-message dict
+                self.pending.append(copied)
+            else:
+                self._context.append(copied)
+                self._materialized.append(False)
+
+    @property
+    def context(self) -> tuple[Fragment, ...]:
+        return tuple(self._context)
+
+    def materialize_context(self) -> Generator[Awaitable[Any], Any, None]:
+        """Materialize lazy data of fragments not materialized yet; each is done once."""
+        for index, item in enumerate(self._context):
+            if not self._materialized[index]:
+                self._context[index] = yield from walk(item, item.name)
+                self._materialized[index] = True
+
+    def render(self, renderer: Renderer | None = None) -> str:
+        """The system prompt from the (materialized) context fragments."""
+        return (renderer or XmlRenderer()).render(self._context)
+
+    def resolved(self, chain: list[StoredMessage], renderer: Renderer | None) -> ResolveResult:
+        messages = [item["message"] for item in chain]
+        messages += [message_payload(item) for item in self.pending]
+        return ResolveResult(self.render(renderer), messages)
+
+    # --- opening -------------------------------------------------------------------------------
+
+    @property
+    def opened(self) -> bool:
+        return self.chat is not None
+
+    def open_op(self, *, load: bool) -> Operation[list[StoredMessage]]:
+        """Upsert the chat as its owner, merge the constructor metadata once, load the branch."""
+        opened: OpenedChat = yield from opening.open_chat(
+            self._state, self.chat_id, self.user_id, self._initial_metadata, load=load
+        )
+        self._initial_metadata = None
+        self.chat = opened.chat
+        self._follow(opened.branch)
+        if load:
+            self._learn_last_assistant(opened.messages)
+        return opened.messages
+
+    def ensure_open(self) -> Operation[None]:
+        if not self.opened:
+            yield from self.open_op(load=False)
+
+    def _follow(self, branch: BranchInfo) -> None:
+        """Work on ``branch`` from now on."""
+        if branch.name != self.branch or branch.head_message_id != self.head:
+            self._last_assistant_known = False
+        self.branch = branch.name
+        self.head = branch.head_message_id
+
+    def _learn_last_assistant(self, chain: list[StoredMessage]) -> None:
+        self._last_assistant = next(
+            (item["id"] for item in reversed(chain) if item["message"].get("role") == "assistant"),
+            None,
+        )
+        self._last_assistant_known = True
+
+    # --- reading and saving ----------------------------------------------------------------
+
+    def resolve_op(self) -> Operation[list[StoredMessage]]:
+        """The branch's chain as it is in Redis now (another worker may have moved the head)."""
+        if not self.opened:
+            chain: list[StoredMessage] = yield from self.open_op(load=True)
+            return chain
+        loaded = yield from message_ops.load_branch(self._state, self.chat_id, self.branch)
+        self._follow(loaded.branch)
+        self._learn_last_assistant(loaded.messages)
+        return loaded.messages
+
+    def save_op(self) -> Operation[str | None]:
+        """Persist the pending messages in one append; returns the new head.
+
+        A pending message whose id exists in the chat is an edit: the store forks a branch at
+        that message's parent (activated) and stores it there under a new id. A
+        ``last_assistant_message`` becomes such an edit of the branch's last assistant message.
+        """
+        yield from self.ensure_open()
+        if not self.pending:
+            return self.head
+        if self._needs_last_assistant():
+            yield from self.resolve_op()
+        items = [self._as_new_message(item) for item in self.pending]
+        result = yield from message_ops.append(
+            self._state,
+            self.chat_id,
+            self.branch,
+            items,
+            expected_head=self.head,
+            on_conflict=self.on_conflict,
+            on_existing="fork",
+        )
+        saved_assistants = [
+            stored_id
+            for stored_id, item in zip(result.message_ids, self.pending, strict=True)
+            if item.data.get("role") == "assistant"
+        ]
+        self.branch = result.branch
+        self.head = result.head_message_id
+        if saved_assistants:
+            self._last_assistant = saved_assistants[-1]
+        self.pending = []
+        return self.head
+
+    def _needs_last_assistant(self) -> bool:
+        return (
+            not self._last_assistant_known
+            and self.head is not None
+            and any(_replaces_last_assistant(item) for item in self.pending)
+        )
+
+    def _as_new_message(self, item: Fragment) -> NewMessage:
+        if _replaces_last_assistant(item) and self._last_assistant is not None:
+            return NewMessage(message_payload(item), id=self._last_assistant)
+        return NewMessage(message_payload(item), id=item.id)
+
+    # --- branches and checkpoints ------------------------------------------------------------
+
+    def rewind_op(self, message_id: str) -> Operation[BranchInfo]:
+        """A new branch at ``message_id``, activated; pending messages are dropped."""
+        check_name(message_id, "message_id")
+        yield from self.ensure_open()
+        info = yield from branches.create_branch(
+            self._state, self.chat_id, message_id, base=self.branch, activate=True
+        )
+        self._follow(info)
+        self.pending = []
+        return info
+
+    def restore_op(self, name: str) -> Operation[BranchInfo]:
+        """Exactly a rewind to the checkpoint's message, read and branched in one script."""
+        yield from self.ensure_open()
+        info = yield from branches.branch_from_checkpoint(
+            self._state, self.chat_id, name, base=self.branch, activate=True
+        )
+        self._follow(info)
+        self.pending = []
+        return info
+
+    def btw_op(self) -> Operation[BranchInfo]:
+        """A side branch at the current head, not activated; the engine stays where it is."""
+        yield from self.ensure_open()
+        if self.head is None:
+            raise EmptyBranchError(
+                f"btw() needs a saved message on branch {self.branch!r} of chat {self.chat_id!r}"
+            )
+        info: BranchInfo = yield from branches.create_branch(
+            self._state, self.chat_id, self.head, base=self.branch, activate=False
+        )
+        return info
+
+    def switch_branch_op(self, name: str) -> Operation[BranchInfo]:
+        """Activate ``name`` and work on it; pending messages are dropped."""
+        yield from self.ensure_open()
+        info = yield from branches.set_active_branch(self._state, self.chat_id, name)
+        self._follow(info)
+        self.pending = []
+        return info
+
+    def checkpoint_op(self, name: str) -> Operation[CheckpointInfo]:
+        """Name the current head; an existing checkpoint of that name moves here."""
+        yield from self.ensure_open()
+        if self.head is None:
+            raise EmptyBranchError(
+                f"checkpoint() needs a saved message on branch {self.branch!r} "
+                f"of chat {self.chat_id!r}"
+            )
+        info: CheckpointInfo = yield from checkpoints.upsert_checkpoint(
+            self._state, self.chat_id, name, self.head
+        )
+        return info
+
+    # --- the chat --------------------------------------------------------------------------
+
+    def update_chat_op(
+        self, title: str | None, metadata: Mapping[str, Any] | None
+    ) -> Operation[ChatMeta]:
+        yield from self.ensure_open()
+        self.chat = yield from chats.update_chat(
+            self._state, self.chat_id, title=title, metadata=metadata
+        )
+        return self.chat
+
+    def track_usage_op(self, usage: Mapping[str, Any] | object) -> Operation[dict[str, int]]:
+        """Add token usage (a dict, or a litellm / OpenAI usage object) to the chat's totals."""
+        yield from self.ensure_open()
+        totals: dict[str, int] = yield from chats.add_usage(self._state, self.chat_id, usage)
+        if self.chat is not None:
+            metadata = {**self.chat.metadata, "usage": totals}
+            self.chat = self.chat.model_copy(update={"metadata": metadata})
+        return totals
+
+
+def _replaces_last_assistant(item: Fragment) -> bool:
+    return bool(item.metadata) and all(
+        (item.metadata or {}).get(key) == value for key, value in LAST_ASSISTANT_METADATA.items()
+    )
