@@ -17,7 +17,7 @@ from ctxstore.context.visualize import visualize_graph
 REPLIES = {
     "Plan a weekend in Lisbon.": "Day 1: Alfama and the castle. Day 2: Belem and pasteis.",
     "Where should we eat?": "Time Out Market for variety, Cervejaria Ramiro for seafood.",
-    "Make it cheaper.": "Day 1: free viewpoints and tram 28. Day 2: LX Factory, picnic by the river.",
+    "Make it cheaper.": "Day 1: free viewpoints and tram 28. Day 2: LX Factory, a river picnic.",
     "Is it rainy in May?": "Rarely: May is mostly dry and around 22 C.",
     "Plan a weekend in Porto.": "Day 1: Ribeira and the bridge. Day 2: port cellars in Gaia.",
 }
@@ -74,7 +74,9 @@ def run_demo(say: Callable[[str], None]) -> None:
     first_question = store.load_branch("lisbon-trip", engine.branch).messages[0]["id"]
     engine.set(user("Plan a weekend in Porto.", id=first_question))
     engine.save()
-    say(f"   the edit landed on {engine.branch} ({len(root.messages)} messages were on the old one)")
+    say(
+        f"   the edit landed on {engine.branch}; the old branch keeps {len(root.messages)} messages"
+    )
     answer = scripted_model(engine.resolve().messages)
     engine.set(assistant(answer))
     engine.save()
