@@ -137,12 +137,11 @@ def test_groups_child_fragments_under_the_title_case_plural() -> None:
     )
     assert render(teachings, group=True) == (
         "## Teachings\n"
-        "- **teachings**:\n"
-        "  - **Hints**:\n"
-        "    - **hint**: First\n"
-        "    - **hint**: Second\n"
-        "  - **Rules**:\n"
-        "    - **rule**: Rule 1"
+        "- **Hints**:\n"
+        "  - **hint**: First\n"
+        "  - **hint**: Second\n"
+        "- **Rules**:\n"
+        "  - **rule**: Rule 1"
     )
 
 

@@ -317,3 +317,17 @@ def test_accepts_any_iterable_and_plain_values_of_subclasses() -> None:
 
     out = XmlRenderer().render(f for f in [Fragment("a", Text("plain")), Fragment("b", "c")])
     assert out == "<a>plain</a>\n<b>c</b>"
+
+
+def test_grouping_never_repeats_a_name() -> None:
+    """A wrapper named like the list it sits in, or like its members, would say nothing."""
+    principle = Fragment(
+        "principle",
+        {"policies": [Fragment("policy", "a"), "plain", Fragment("policy", "b")]},
+    )
+    out = XmlRenderer(group_fragments=True).render([principle])
+    assert "<policies>\n      <policies>" not in out
+    assert out.count("<policies>") == 1
+    assert out.index(">a<") < out.index(">plain<") < out.index(">b<")  # order kept
+    rules = Fragment("rules", [Fragment("hint", "x")])
+    assert XmlRenderer(group_fragments=True).render([rules]).startswith("<rules>\n  <hints>")

@@ -52,6 +52,8 @@ def translate(
     if isinstance(error, errors.CtxStoreError):
         return error
     text = str(error)
+    if isinstance(error, rexc.ClusterDownError) or text.startswith("CLUSTERDOWN"):
+        return errors.BackendUnavailableError(f"the Redis Cluster is down: {text}", **ctx)
     if isinstance(error, rexc.ResponseError):
         if text.startswith(_SCRIPT_ERROR_PREFIX):
             return _domain_error(text, ctx)

@@ -98,39 +98,37 @@ class Renderer(ABC):
                 prepared.append(cleaned)
         return prepared
 
-    def arrange(self, items: Iterable[Any]) -> list[Any]:
+    def arrange(self, items: Iterable[Any], within: str | None = None) -> list[Any]:
         """``items`` as they render: with ``group_fragments``, fragments become groups.
 
         Fragments are grouped by the plural of their name; a group takes the place of its first
         member, and everything else keeps its position. Without the option this is ``list(items)``.
+        A group is not wrapped when the wrapper would only repeat a name: the plural is the
+        members' own name (``rules``), or the name of the list they sit in (``within``, as in
+        ``policies`` holding ``policy`` fragments): ``<policies><policies>`` says nothing.
         """
         if not self.group_fragments:
             return list(items)
-        arranged: list[Any] = []
+        listed = list(items)
         groups: dict[str, list[Fragment]] = {}
-        for item in items:
-            if not isinstance(item, Fragment):
-                arranged.append(item)
-                continue
-            name = plural(item.name)
-            members = groups.get(name)
-            if members is None:
-                members = groups[name] = []
-                arranged.append(_GroupSlot(name))
-            members.append(item)
-        return [
-            FragmentGroup(item.name, tuple(groups[item.name]))
-            if isinstance(item, _GroupSlot)
-            else item
-            for item in arranged
-        ]
-
-
-@dataclasses.dataclass(frozen=True)
-class _GroupSlot:
-    """Where a group goes in :meth:`Renderer.arrange`, until all its members are known."""
-
-    name: str
+        for item in listed:
+            if isinstance(item, Fragment):
+                groups.setdefault(plural(item.name), []).append(item)
+        wrapped = {
+            name
+            for name, members in groups.items()
+            if name != within and any(member.name != name for member in members)
+        }
+        result: list[Any] = []
+        placed: set[str] = set()
+        for item in listed:
+            name = plural(item.name) if isinstance(item, Fragment) else None
+            if name is None or name not in wrapped:
+                result.append(item)
+            elif name not in placed:
+                placed.add(name)
+                result.append(FragmentGroup(name, tuple(groups[name])))
+        return result
 
 
 def _clean(value: Any, path: str, active: set[int]) -> Any:

@@ -97,7 +97,7 @@ class XmlRenderer(Renderer):
             self._entry(item, depth)
             if isinstance(item, (Fragment, FragmentGroup))
             else self._field(item_name, item, depth)
-            for item in self.arrange(items)
+            for item in self.arrange(items, within=name)
         ]
 
 

@@ -1,0 +1,103 @@
+"""Redis errors map onto the ctxstore tree in one place; the driver recovers from NOSCRIPT."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+import redis.exceptions as rexc
+
+import ctxstore
+from ctxstore.core import failures
+from ctxstore.core.protocol import Exchange, Operation, command_call, script_call
+from ctxstore.core.scripts import load_script
+
+
+@pytest.mark.parametrize(
+    ("error", "expected"),
+    [
+        (rexc.ResponseError("BUSY Redis is busy running a script."), ctxstore.BackendBusyError),
+        (rexc.BusyLoadingError("Redis is loading the dataset"), ctxstore.BackendBusyError),
+        (rexc.ResponseError("LOADING Redis is loading"), ctxstore.BackendBusyError),
+        (rexc.ResponseError("OOM command not allowed"), ctxstore.BackendBusyError),
+        (rexc.ReadOnlyError("READONLY You can't write"), ctxstore.BackendBusyError),
+        (rexc.ResponseError("TRYAGAIN multiple keys"), ctxstore.BackendBusyError),
+        (rexc.ConnectionError("refused"), ctxstore.BackendUnavailableError),
+        (rexc.TimeoutError("timed out"), ctxstore.BackendUnavailableError),
+        (rexc.ClusterDownError("CLUSTERDOWN"), ctxstore.BackendUnavailableError),
+        (rexc.RedisClusterException("no nodes"), ctxstore.BackendUnavailableError),
+        (ConnectionResetError("reset"), ctxstore.BackendUnavailableError),
+        (rexc.MovedError("3999 127.0.0.1:7001"), ctxstore.ConfigurationError),
+        (rexc.NoPermissionError("NOPERM no access"), ctxstore.BackendError),
+        (rexc.ResponseError("ERR something else"), ctxstore.BackendError),
+    ],
+)
+def test_backend_errors(error: Exception, expected: type[Exception]) -> None:
+    translated = failures.translate(error, {"chat_id": "c1"})
+    assert type(translated) is expected
+    assert translated.details["chat_id"] == "c1"
+
+
+@pytest.mark.parametrize(
+    ("reply", "expected", "attributes"),
+    [
+        ('CTX_NOT_FOUND {"what":"chat"}', ctxstore.ChatNotFoundError, {}),
+        ('CTX_NOT_FOUND {"what":"branch","id":"b"}', ctxstore.BranchNotFoundError, {}),
+        ('CTX_NOT_FOUND {"what":"message","id":"m"}', ctxstore.MessageNotFoundError, {}),
+        ('CTX_NOT_FOUND {"what":"checkpoint","id":"x"}', ctxstore.CheckpointNotFoundError, {}),
+        (
+            'CTX_CONFLICT {"reason":"head","branch":"main","expected":"","current":"m9"}',
+            ctxstore.HeadConflictError,
+            {"current_head": "m9", "expected_head": None, "branch": "main"},
+        ),
+        ('CTX_CONFLICT {"reason":"message_exists","id":"m"}', ctxstore.MessageExistsError, {}),
+        ('CTX_CONFLICT {"reason":"branch_exists","branch":"b"}', ctxstore.BranchExistsError, {}),
+        ('CTX_FORBIDDEN {"what":"chat"}', ctxstore.PermissionDeniedError, {}),
+        ('CTX_CORRUPT {"key":"k","field":"f","reason":"r"}', ctxstore.CorruptionError, {}),
+        ('CTX_LIMIT {"what":"chain depth","limit":5}', ctxstore.LimitExceededError, {}),
+        ('CTX_INVALID {"reason":"duplicate"}', ctxstore.ValidationError, {}),
+        ("CTX_NEW not json", ctxstore.CtxStoreError, {}),
+    ],
+)
+def test_script_errors(reply: str, expected: type[Exception], attributes: dict[str, Any]) -> None:
+    translated = failures.translate(rexc.ResponseError(reply), {"chat_id": "c1"})
+    assert type(translated) is expected
+    for name, value in attributes.items():
+        assert getattr(translated, name) == value
+    assert translated.details["chat_id"] == "c1"
+
+
+def test_a_batch_resends_only_the_scripts_the_server_did_not_know() -> None:
+    script = load_script("get_chat")
+    first = script_call(script, ("k1",), (), parse=lambda reply: ("first", reply))
+    plain = command_call(("ZADD", "idx", "GT", 1, "c"), keys=("idx",))
+    second = script_call(script, ("k2",), (), parse=lambda reply: ("second", reply))
+
+    def operation() -> Operation[list[Any]]:
+        outcomes: list[Any] = yield (first, plain, second)
+        return outcomes
+
+    exchange = Exchange(operation())
+    assert [command[0] for command in exchange.request()] == ["EVALSHA", "ZADD", "EVALSHA"]
+    exchange.respond([rexc.NoScriptError("NOSCRIPT"), 1, [b"f", b"v"]])
+    assert not exchange.done
+    assert [command[0] for command in exchange.request()] == ["EVAL"]
+    assert exchange.request()[0][1] == script.source
+    exchange.respond([[b"g", b"w"]])
+    assert exchange.done
+    assert exchange.result == [("first", [b"g", b"w"]), 1, ("second", [b"f", b"v"])]
+
+
+def test_errors_reach_the_operation_as_exceptions() -> None:
+    call = command_call(("GET", "k"), keys=("k",))
+
+    def operation() -> Operation[str]:
+        try:
+            yield call
+        except ctxstore.NotFoundError as error:
+            return f"handled {type(error).__name__}"
+        return "not reached"
+
+    exchange = Exchange(operation())
+    exchange.respond([rexc.ResponseError('CTX_NOT_FOUND {"what":"chat"}')])
+    assert exchange.result == "handled ChatNotFoundError"
