@@ -50,3 +50,14 @@ def test_constructors_match() -> None:
     sync_params = inspect.signature(ContextEngine.__init__).parameters
     async_params = inspect.signature(AsyncContextEngine.__init__).parameters
     assert list(sync_params) == list(async_params)
+
+
+def test_an_engine_refuses_the_other_flavour_of_store() -> None:
+    import pytest
+
+    import ctxstore
+
+    with pytest.raises(ctxstore.ConfigurationError, match="connect_async"):
+        AsyncContextEngine(store=ctxstore.connect("memory://"), chat_id="c", user_id="u")  # type: ignore[arg-type]
+    with pytest.raises(ctxstore.ConfigurationError, match=r"connect\(\)"):
+        ContextEngine(store=ctxstore.connect_async("memory://"), chat_id="c", user_id="u")  # type: ignore[arg-type]

@@ -7,22 +7,6 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore import NewMessage
-
-
-@pytest.fixture
-def chat(store: Any) -> str:
-    store.upsert_chat("c1", "alice")
-    store.append(
-        "c1",
-        "main",
-        [
-            NewMessage({"role": "user", "content": "a"}, id="m1"),
-            NewMessage({"role": "assistant", "content": "b"}, id="m2"),
-        ],
-        expected_head=None,
-    )
-    return "c1"
 
 
 def test_upsert_get_and_move(store: Any, chat: str) -> None:

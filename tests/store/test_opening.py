@@ -7,7 +7,6 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore import NewMessage
 from tests.support.wire import trace_wire
 
 
@@ -24,17 +23,7 @@ def test_open_creates_and_reports_it(store: Any) -> None:
     assert again.created is False
 
 
-def test_open_reads_the_active_branch_and_its_chain(store: Any) -> None:
-    store.upsert_chat("c1", "alice")
-    store.append(
-        "c1",
-        "main",
-        [
-            NewMessage({"role": "user", "content": "a"}, id="m1"),
-            NewMessage({"role": "assistant", "content": "b"}, id="m2"),
-        ],
-        expected_head=None,
-    )
+def test_open_reads_the_active_branch_and_its_chain(store: Any, chat: str) -> None:
     store.create_branch("c1", "m1", activate=True)
     opened = store.open_chat("c1", "alice", load=True)
     assert opened.branch.name == "main-v2"
@@ -62,17 +51,7 @@ def test_opening_an_existing_chat_is_one_round_trip(
         assert (wire.round_trips, wire.commands) == (1, ["EVALSHA"])
 
 
-def test_branch_from_checkpoint(store: Any) -> None:
-    store.upsert_chat("c1", "alice")
-    store.append(
-        "c1",
-        "main",
-        [
-            NewMessage({"role": "user", "content": "a"}, id="m1"),
-            NewMessage({"role": "assistant", "content": "b"}, id="m2"),
-        ],
-        expected_head=None,
-    )
+def test_branch_from_checkpoint(store: Any, chat: str) -> None:
     store.upsert_checkpoint("c1", "start", "m1")
     info = store.branch_from_checkpoint("c1", "start")
     assert (info.name, info.head_message_id, info.is_active, info.message_count) == (

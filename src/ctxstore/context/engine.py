@@ -18,20 +18,47 @@ Typical turn::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 from ctxstore.async_store import AsyncStore
 from ctxstore.context.engine_core import EngineCore, ResolveResult
 from ctxstore.context.fragment import Fragment, drive_async, drive_sync
 from ctxstore.context.renderers import Renderer
+from ctxstore.errors import ConfigurationError
 from ctxstore.models import BranchInfo, ChatMeta, CheckpointInfo, ConflictPolicy
 from ctxstore.store import Store
 
+StoreT = TypeVar("StoreT", Store, AsyncStore)
 
-class _EngineView:
-    """Read-only properties both engines share."""
 
-    _core: EngineCore
+class _EngineBase(Generic[StoreT]):
+    """What both engines share: construction, read-only properties, render()."""
+
+    _store_type: type[Store] | type[AsyncStore]
+
+    def __init__(
+        self,
+        *,
+        store: StoreT,
+        chat_id: str,
+        user_id: str,
+        metadata: Mapping[str, Any] | None = None,
+        on_conflict: ConflictPolicy = "rebase",
+    ) -> None:
+        if not isinstance(store, self._store_type):
+            raise ConfigurationError(
+                f"{type(self).__name__} needs a {self._store_type.__name__} "
+                f"(ctxstore.connect{'_async' if self._store_type is AsyncStore else ''}()), "
+                f"got {type(store).__name__}"
+            )
+        self._store: StoreT = store
+        self._core = EngineCore(
+            store.state,
+            chat_id=chat_id,
+            user_id=user_id,
+            metadata=metadata,
+            on_conflict=on_conflict,
+        )
 
     @property
     def chat_id(self) -> str:
@@ -72,26 +99,10 @@ class _EngineView:
         return self._core.render(renderer)
 
 
-class ContextEngine(_EngineView):
+class ContextEngine(_EngineBase[Store]):
     """The context of one chat for one user, on a sync :class:`~ctxstore.Store`."""
 
-    def __init__(
-        self,
-        *,
-        store: Store,
-        chat_id: str,
-        user_id: str,
-        metadata: Mapping[str, Any] | None = None,
-        on_conflict: ConflictPolicy = "rebase",
-    ) -> None:
-        self._store = store
-        self._core = EngineCore(
-            store.state,
-            chat_id=chat_id,
-            user_id=user_id,
-            metadata=metadata,
-            on_conflict=on_conflict,
-        )
+    _store_type = Store
 
     def set(self, *fragments: Fragment) -> ContextEngine:
         """Add fragments: messages are queued for save(), the rest join the context."""
@@ -139,26 +150,10 @@ class ContextEngine(_EngineView):
         return self._store.run(self._core.track_usage_op(usage))
 
 
-class AsyncContextEngine(_EngineView):
+class AsyncContextEngine(_EngineBase[AsyncStore]):
     """The context of one chat for one user, on an :class:`~ctxstore.AsyncStore`."""
 
-    def __init__(
-        self,
-        *,
-        store: AsyncStore,
-        chat_id: str,
-        user_id: str,
-        metadata: Mapping[str, Any] | None = None,
-        on_conflict: ConflictPolicy = "rebase",
-    ) -> None:
-        self._store = store
-        self._core = EngineCore(
-            store.state,
-            chat_id=chat_id,
-            user_id=user_id,
-            metadata=metadata,
-            on_conflict=on_conflict,
-        )
+    _store_type = AsyncStore
 
     def set(self, *fragments: Fragment) -> AsyncContextEngine:
         """Add fragments: messages are queued for save(), the rest join the context."""

@@ -244,15 +244,20 @@ class EngineCore:
         self.pending = []
         return info
 
+    def _saved_head(self, operation: str) -> str:
+        """The head, for operations that start from a message; the branch must have one."""
+        if self.head is None:
+            raise EmptyBranchError(
+                f"{operation}() needs a saved message on branch {self.branch!r} "
+                f"of chat {self.chat_id!r}"
+            )
+        return self.head
+
     def btw_op(self) -> Operation[BranchInfo]:
         """A side branch at the current head, not activated; the engine stays where it is."""
         yield from self.ensure_open()
-        if self.head is None:
-            raise EmptyBranchError(
-                f"btw() needs a saved message on branch {self.branch!r} of chat {self.chat_id!r}"
-            )
         info: BranchInfo = yield from branches.create_branch(
-            self._state, self.chat_id, self.head, base=self.branch, activate=False
+            self._state, self.chat_id, self._saved_head("btw"), base=self.branch, activate=False
         )
         return info
 
@@ -267,13 +272,8 @@ class EngineCore:
     def checkpoint_op(self, name: str) -> Operation[CheckpointInfo]:
         """Name the current head; an existing checkpoint of that name moves here."""
         yield from self.ensure_open()
-        if self.head is None:
-            raise EmptyBranchError(
-                f"checkpoint() needs a saved message on branch {self.branch!r} "
-                f"of chat {self.chat_id!r}"
-            )
         info: CheckpointInfo = yield from checkpoints.upsert_checkpoint(
-            self._state, self.chat_id, name, self.head
+            self._state, self.chat_id, name, self._saved_head("checkpoint")
         )
         return info
 
