@@ -128,34 +128,17 @@ def snap(backend: str, namespace: str) -> Any:
     return lambda: snapshot(backend, f"ctx:{namespace}")
 
 
-@pytest.fixture(params=["sync", "async"])
-def make_engine(
-    request: pytest.FixtureRequest,
-    backend: str,
-    namespace: str,
-    clock: Clock,
-    loop_thread: LoopThread,
-) -> Iterator[Any]:
-    """A factory of context engines on ``backend``, sync or (wrapped) async, sharing one store."""
-    if request.param == "sync":
-        sync_store = ctxstore.connect(backend, namespace=namespace, clock=clock)
+@pytest.fixture
+def make_engine(store: Any, loop_thread: LoopThread) -> Any:
+    """A factory of context engines on the ``store`` fixture's backend and shell (sync/async)."""
 
-        def make_sync(**kwargs: Any) -> Any:
-            kwargs.setdefault("chat_id", "c1")
-            kwargs.setdefault("user_id", "alice")
-            return ctxstore.ContextEngine(store=sync_store, **kwargs)
-
-        make_sync.store = sync_store  # type: ignore[attr-defined]
-        yield make_sync
-        sync_store.close()
-        return
-    async_store = ctxstore.connect_async(backend, namespace=namespace, clock=clock)
-
-    def make_async(**kwargs: Any) -> Any:
+    def make(**kwargs: Any) -> Any:
         kwargs.setdefault("chat_id", "c1")
         kwargs.setdefault("user_id", "alice")
-        return SyncOverAsync(ctxstore.AsyncContextEngine(store=async_store, **kwargs), loop_thread)
+        if isinstance(store, SyncOverAsync):
+            engine = ctxstore.AsyncContextEngine(store=store.wrapped, **kwargs)
+            return SyncOverAsync(engine, loop_thread)
+        return ctxstore.ContextEngine(store=store, **kwargs)
 
-    make_async.store = SyncOverAsync(async_store, loop_thread)  # type: ignore[attr-defined]
-    yield make_async
-    loop_thread.run(async_store.close())
+    make.store = store  # type: ignore[attr-defined]
+    return make

@@ -14,7 +14,7 @@ merged once, the active branch loaded) in the same script as its own work where 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Generator, Iterable, Mapping
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, get_args
 
@@ -226,20 +226,27 @@ class EngineCore:
     def rewind_op(self, message_id: str) -> Operation[BranchInfo]:
         """A new branch at ``message_id``, activated; pending messages are dropped."""
         check_name(message_id, "message_id")
-        yield from self.ensure_open()
-        info = yield from branches.create_branch(
-            self._state, self.chat_id, message_id, base=self.branch, activate=True
+        info: BranchInfo = yield from self._move_to(
+            lambda: branches.create_branch(
+                self._state, self.chat_id, message_id, base=self.branch, activate=True
+            )
         )
-        self._follow(info)
-        self.pending = []
         return info
 
     def restore_op(self, name: str) -> Operation[BranchInfo]:
         """Exactly a rewind to the checkpoint's message, read and branched in one script."""
-        yield from self.ensure_open()
-        info = yield from branches.branch_from_checkpoint(
-            self._state, self.chat_id, name, base=self.branch, activate=True
+        info: BranchInfo = yield from self._move_to(
+            lambda: branches.branch_from_checkpoint(
+                self._state, self.chat_id, name, base=self.branch, activate=True
+            )
         )
+        return info
+
+    def _move_to(self, branch_op: Callable[[], Operation[BranchInfo]]) -> Operation[BranchInfo]:
+        """Open the chat, run ``branch_op`` (built after opening: it names the current branch),
+        then work on the branch it returns, without the pending messages of the old one."""
+        yield from self.ensure_open()
+        info: BranchInfo = yield from branch_op()
         self._follow(info)
         self.pending = []
         return info
@@ -263,10 +270,9 @@ class EngineCore:
 
     def switch_branch_op(self, name: str) -> Operation[BranchInfo]:
         """Activate ``name`` and work on it; pending messages are dropped."""
-        yield from self.ensure_open()
-        info = yield from branches.set_active_branch(self._state, self.chat_id, name)
-        self._follow(info)
-        self.pending = []
+        info: BranchInfo = yield from self._move_to(
+            lambda: branches.set_active_branch(self._state, self.chat_id, name)
+        )
         return info
 
     def checkpoint_op(self, name: str) -> Operation[CheckpointInfo]:
