@@ -7,7 +7,13 @@ from typing import Any
 
 from ctxstore.connection import adopt_client, is_memory_client, make_client, parse_url
 from ctxstore.core.keys import Keyspace
-from ctxstore.core.state import Limits, StoreState, wall_clock_ms
+from ctxstore.core.state import (
+    Limits,
+    StoreState,
+    server_checked,
+    shared_owner_cache,
+    wall_clock_ms,
+)
 
 
 def store_parts(
@@ -22,18 +28,27 @@ def store_parts(
 ) -> tuple[Any, StoreState, bool]:
     """(client, state, whether the store owns the client) for a URL or an existing client.
 
-    The keyspace is validated before any client is made, so a bad namespace fails fast.
+    The keyspace is validated before any client is made, so a bad namespace fails fast. Stores
+    made from the same URL share what they learn (chat owners, the eviction check) within the
+    process; stores around a client passed in keep theirs private.
     """
-    state = StoreState(
-        keyspace=Keyspace(prefix=prefix, namespace=namespace),
-        limits=limits or Limits(),
-        clock=clock or wall_clock_ms,
-    )
+    keyspace = Keyspace(prefix=prefix, namespace=namespace)
     if url is None or isinstance(url, str):
-        client = make_client(parse_url(url), options, asynchronous=asynchronous)
+        target = parse_url(url)
+        client = make_client(target, options, asynchronous=asynchronous)
         owns = True
+        # A private memory:// store is a server of its own; anything else is named by its URL.
+        server = None if target.kind == "memory" and not target.name else target.url
     else:
         client = adopt_client(url, asynchronous=asynchronous)
         owns = False
-    state.check_server = not is_memory_client(client)
+        server = None
+    state = StoreState(
+        keyspace=keyspace,
+        limits=limits or Limits(),
+        clock=clock or wall_clock_ms,
+        owners=shared_owner_cache(server, keyspace.base),
+        check_server=not is_memory_client(client) and not server_checked(server),
+        server=server,
+    )
     return client, state, owns

@@ -243,3 +243,29 @@ def test_clients_that_cannot_serve_a_store_are_refused(
     with pytest.raises(ctxstore.ConfigurationError):
         ctxstore.connect(object())
     decoding.close()
+
+
+def test_stores_of_one_process_share_what_they_learned(
+    redis_server: servers.RedisProcess, namespace: str
+) -> None:
+    """A store per request must not pay the eviction check and owner lookups every time."""
+    first = ctxstore.connect(redis_server.url, namespace=namespace)
+    first.upsert_chat("c1", "alice")
+    head = first.append("c1", "main", [{"role": "user", "content": "a"}], expected_head=None)
+    first.close()
+    second = ctxstore.connect(redis_server.url, namespace=namespace)
+    second.client.ping()
+    with trace_wire() as wire:
+        second.append(
+            "c1", "main", [{"role": "user", "content": "b"}], expected_head=head.head_message_id
+        )
+    second.close()
+    assert wire.round_trips == 1
+    assert "CONFIG" not in wire.commands
+    assert wire.commands == ["EVALSHA", "ZADD", "ZADD"]
+
+
+def test_private_memory_stores_share_nothing() -> None:
+    one, two = ctxstore.connect("memory://"), ctxstore.connect("memory://")
+    one.upsert_chat("c1", "alice")
+    assert two.state.owners.get("c1") is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 from typing import Any
 
 import pytest
@@ -230,6 +231,21 @@ def test_a_long_chain_reads_in_one_call(store: Any, chat: str) -> None:
         head = result.head_message_id
     chain = store.get_chain(chat, head)
     assert contents(chain) == [str(i) for i in range(3000)]
+    assert gc.isenabled()  # paused while decoding, restored after
+
+
+def test_the_collector_comes_back_after_a_failed_decode(
+    store: Any, chat: str, backend: str
+) -> None:
+    from tests.support.keyspace import raw_client
+
+    result = store.append(chat, "main", [user(str(i)) for i in range(300)], expected_head=None)
+    client = raw_client(backend)
+    client.hset(store.state.keyspace.chat(chat).key("msg"), result.message_ids[200], b"\xc1")
+    client.close()
+    with pytest.raises(ctxstore.CorruptionError):
+        store.get_chain(chat, result.head_message_id)
+    assert gc.isenabled()
 
 
 def test_load_branch_reads_the_active_branch_and_its_chain(store: Any, chat: str) -> None:

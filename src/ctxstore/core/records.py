@@ -9,8 +9,10 @@ are msgpack maps ``{"data": <payload>, "created_at": <ms>}``.
 
 from __future__ import annotations
 
+import gc
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -174,14 +176,37 @@ def stored_message(message_id: str, parent_id: str | None, raw: bytes, key: str)
     }
 
 
+#: Chains at least this long are decoded with the cyclic garbage collector paused.
+GC_PAUSE_FROM = 256
+
+
 def chain_messages(
     msg_key: str, ids: Sequence[bytes], records: Sequence[bytes]
 ) -> list[StoredMessage]:
-    """A walked chain as message dicts, root first; each parent is the previous message."""
-    chain: list[StoredMessage] = []
-    parent: str | None = None
-    for raw_id, raw in zip(ids, records, strict=True):
-        message_id = text(raw_id)
-        chain.append(stored_message(message_id, parent, raw, msg_key))
-        parent = message_id
-    return chain
+    """A walked chain as message dicts, root first; each parent is the previous message.
+
+    Decoding a long chain allocates a few dicts per message, all of them acyclic and kept; left
+    running, the cyclic collector walks that growing heap again and again (a 10,000-message
+    read saw its median go from 34 to 44 ms and its p99 from 38 to 67 ms). It is paused for
+    the decode, which creates no cycles, and restored after.
+    """
+    with _gc_paused(len(ids) >= GC_PAUSE_FROM):
+        chain: list[StoredMessage] = []
+        parent: str | None = None
+        for raw_id, raw in zip(ids, records, strict=True):
+            message_id = text(raw_id)
+            chain.append(stored_message(message_id, parent, raw, msg_key))
+            parent = message_id
+        return chain
+
+
+@contextmanager
+def _gc_paused(pause: bool) -> Iterator[None]:
+    was_enabled = gc.isenabled()
+    if pause and was_enabled:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if pause and was_enabled:
+            gc.enable()

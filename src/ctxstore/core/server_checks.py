@@ -1,4 +1,4 @@
-"""Checks a store runs once against a real server before its first operation.
+"""Checks run once per process and server, before the first operation of a store.
 
 An eviction policy other than ``noeviction`` lets Redis drop keys under memory pressure; one
 dropped ``parent`` hash silently cuts every chain of a chat, so a server that can evict gets a
@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from ctxstore.core.protocol import Operation, command_call
 from ctxstore.core.records import text
-from ctxstore.core.state import StoreState
+from ctxstore.core.state import StoreState, mark_server_checked
 from ctxstore.errors import BackendUnavailableError, CtxStoreError
 
 log = logging.getLogger("ctxstore")
@@ -51,5 +51,6 @@ def with_startup_checks(state: StoreState, operation: Operation[T]) -> Operation
     if state.check_server:
         state.check_server = False
         yield from check_eviction_policy()
+        mark_server_checked(state.server)
     result: T = yield from operation
     return result

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Callable
@@ -41,27 +42,59 @@ class OwnerCache:
 
     A chat's owner never changes, so a cached owner is safe to use for index maintenance; a
     chat deleted and re-created by someone else at worst leaves a stale index entry, which
-    listings repair.
+    listings repair. Stores of one process on the same server and keyspace share one cache
+    (see :func:`shared_owner_cache`), so it is locked.
     """
 
     def __init__(self, capacity: int = 10_000) -> None:
         self._capacity = capacity
         self._owners: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()
 
     def get(self, chat_id: str) -> str | None:
-        owner = self._owners.get(chat_id)
-        if owner is not None:
-            self._owners.move_to_end(chat_id)
-        return owner
+        with self._lock:
+            owner = self._owners.get(chat_id)
+            if owner is not None:
+                self._owners.move_to_end(chat_id)
+            return owner
 
     def remember(self, chat_id: str, owner: str) -> None:
-        self._owners[chat_id] = owner
-        self._owners.move_to_end(chat_id)
-        while len(self._owners) > self._capacity:
-            self._owners.popitem(last=False)
+        with self._lock:
+            self._owners[chat_id] = owner
+            self._owners.move_to_end(chat_id)
+            while len(self._owners) > self._capacity:
+                self._owners.popitem(last=False)
 
     def forget(self, chat_id: str) -> None:
-        self._owners.pop(chat_id, None)
+        with self._lock:
+            self._owners.pop(chat_id, None)
+
+
+# Process-wide memory of what stores learned about a server. Short-lived stores (one per
+# request in a serverless function or a web handler) would otherwise pay the eviction check and
+# the owner lookups again on every request.
+_registry_lock = threading.Lock()
+_owner_caches: dict[str, OwnerCache] = {}
+_checked_servers: set[str] = set()
+
+
+def shared_owner_cache(server: str | None, base: str) -> OwnerCache:
+    """The owner cache of ``server`` + keyspace ``base``; a private one when ``server`` is None."""
+    if server is None:
+        return OwnerCache()
+    with _registry_lock:
+        return _owner_caches.setdefault(f"{server}|{base}", OwnerCache())
+
+
+def server_checked(server: str | None) -> bool:
+    with _registry_lock:
+        return server is not None and server in _checked_servers
+
+
+def mark_server_checked(server: str | None) -> None:
+    if server is not None:
+        with _registry_lock:
+            _checked_servers.add(server)
 
 
 @dataclass
@@ -72,5 +105,7 @@ class StoreState:
     limits: Limits = field(default_factory=Limits)
     clock: Callable[[], int] = wall_clock_ms
     owners: OwnerCache = field(default_factory=OwnerCache)
-    #: Whether the eviction-policy check still has to run (servers only, once per store).
+    #: Whether the eviction-policy check still has to run (servers only, once per process).
     check_server: bool = True
+    #: Identifies the server for process-wide caches; None keeps this store's caches private.
+    server: str | None = None
