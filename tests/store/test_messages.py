@@ -222,6 +222,22 @@ def test_a_corrupted_cycle_is_a_clear_error_not_a_hang(store: Any, chat: str, ba
         store.get_chain(chat, result.head_message_id)
 
 
+def test_a_dangling_parent_is_a_corruption_error(store: Any, chat: str, backend: str) -> None:
+    from tests.support.keyspace import raw_client
+
+    result = store.append(
+        chat,
+        "main",
+        [NewMessage(user("a"), id="m1"), NewMessage(user("b"), id="m2")],
+        expected_head=None,
+    )
+    client = raw_client(backend)
+    client.hset(store.state.keyspace.chat(chat).key("parent"), "m2", "vanished")
+    client.close()
+    with pytest.raises(ctxstore.CorruptionError, match="missing message"):
+        store.get_chain(chat, result.head_message_id)
+
+
 def test_a_long_chain_reads_in_one_call(store: Any, chat: str) -> None:
     head = None
     for start in range(0, 3000, 1000):

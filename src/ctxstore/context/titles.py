@@ -21,6 +21,7 @@ from typing import Any
 
 from ctxstore.context.fragment import Fragment
 from ctxstore.context.messages import message_payload
+from ctxstore.core.preview import message_text
 from ctxstore.errors import ValidationError
 
 __all__ = [
@@ -191,19 +192,7 @@ def _message_text(message: TitleSource) -> str:
         payload = dict(message)
     else:
         raise ValidationError(f"a chat title needs a message fragment or dict, got {message!r}")
-    content = payload.get("content")
-    if isinstance(content, str):
-        text = content
-    elif isinstance(content, list):
-        text = " ".join(
-            part["text"]
-            for part in content
-            if isinstance(part, Mapping)
-            and part.get("type") == "text"
-            and isinstance(part.get("text"), str)
-        )
-    else:
-        text = ""
+    text = message_text(payload)
     return " ".join(text.split())
 
 
