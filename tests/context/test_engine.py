@@ -475,3 +475,25 @@ def test_concurrent_track_usage_calls_all_count(make_engine: Any) -> None:
         "output_tokens": 200,
         "total_tokens": 300,
     }
+
+
+def test_branch_operations_are_one_round_trip_each(make_engine: Any, backend: str) -> None:
+    engine = saved_chat(make_engine)
+    engine.checkpoint("warm")
+    engine.restore("warm")  # every script used below is now loaded on the server
+    engine.btw()
+    engine.switch_branch("main")
+    engine.rewind("u1")
+    engine.switch_branch("main")
+    calls = {
+        "rewind": lambda: engine.rewind("a1"),
+        "switch_branch": lambda: engine.switch_branch("main"),
+        "btw": engine.btw,
+        "checkpoint": lambda: engine.checkpoint("cp"),
+        "restore": lambda: engine.restore("cp"),
+    }
+    for name, call in calls.items():
+        with trace_wire() as wire:
+            call()
+        if not backend.startswith("redis+cluster"):
+            assert (name, wire.round_trips, wire.script_calls) == (name, 1, 1)
