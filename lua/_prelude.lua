@@ -44,6 +44,7 @@ local function decode_record(key, field, raw)
   return record
 end
 
+-- The decoded branch record and its raw JSON (which replies pass on to the caller as is).
 local function read_branch(branch_key, name)
   local raw = redis.call('HGET', branch_key, name)
   if not raw then
@@ -53,7 +54,7 @@ local function read_branch(branch_key, name)
   if type(record.head) ~= 'string' then
     fail('CORRUPT', {key = branch_key, field = name, reason = 'branch record without a head'})
   end
-  return record
+  return record, raw
 end
 
 local function write_branch(branch_key, name, record)

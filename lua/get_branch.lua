@@ -13,6 +13,6 @@ return run(function()
   if name == '' then
     name = active
   end
-  local record = read_branch(KEYS[3], name)
-  return {name, redis.call('HGET', KEYS[3], name), active, depth_of(KEYS[2], record.head)}
+  local record, raw = read_branch(KEYS[3], name)
+  return {name, raw, active, depth_of(KEYS[2], record.head)}
 end)

@@ -23,8 +23,9 @@ return run(function()
     if name == '' then
       name = active
     end
-    head = read_branch(KEYS[4], name).head
-    raw_branch = redis.call('HGET', KEYS[4], name)
+    local record
+    record, raw_branch = read_branch(KEYS[4], name)
+    head = record.head
   end
   local ids, records = read_chain(KEYS[3], KEYS[2], head, tonumber(ARGV[3]))
   return {name, raw_branch, active, ids, records}

@@ -19,11 +19,11 @@
 return run(function()
   local created = upsert_chat(KEYS[1], KEYS[5], ARGV[1], tonumber(ARGV[2]), 5)
   local active = redis.call('HGET', KEYS[1], 'active_branch')
-  local record = read_branch(KEYS[5], active)
+  local record, raw_branch = read_branch(KEYS[5], active)
   local ids, records = {}, {}
   if ARGV[3] == '1' then
     ids, records = read_chain(KEYS[3], KEYS[2], record.head, tonumber(ARGV[4]))
   end
-  return {created, redis.call('HGETALL', KEYS[1]), active, redis.call('HGET', KEYS[5], active),
+  return {created, redis.call('HGETALL', KEYS[1]), active, raw_branch,
           depth_of(KEYS[4], record.head), ids, records}
 end)

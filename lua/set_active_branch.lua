@@ -8,7 +8,7 @@
 
 return run(function()
   require_chat(KEYS[1])
-  local record = read_branch(KEYS[3], ARGV[1])
+  local record, raw = read_branch(KEYS[3], ARGV[1])
   redis.call('HSET', KEYS[1], 'active_branch', ARGV[1])
-  return {ARGV[1], redis.call('HGET', KEYS[3], ARGV[1]), ARGV[1], depth_of(KEYS[2], record.head)}
+  return {ARGV[1], raw, ARGV[1], depth_of(KEYS[2], record.head)}
 end)

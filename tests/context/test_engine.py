@@ -86,6 +86,8 @@ def test_set_returns_the_engine_and_sorts_fragments(make_engine: Any) -> None:
     assert [f.name for f in engine.pending] == ["user", "assistant"]
     with pytest.raises(ctxstore.ValidationError):
         engine.set("not a fragment")
+    with pytest.raises(ctxstore.ValidationError, match="message dict"):
+        engine.set(ctxstore.Fragment("user", "just text", kind="message"))
 
 
 def test_set_copies_what_the_caller_hands_over(make_engine: Any) -> None:

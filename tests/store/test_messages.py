@@ -205,7 +205,10 @@ def test_get_chain_depth_bound(store: Any, chat: str) -> None:
         store.get_chain(chat, result.head_message_id, max_depth=0)
 
 
-def test_a_corrupted_cycle_is_a_clear_error_not_a_hang(store: Any, chat: str, backend: str) -> None:
+def chain_with_parent_overwritten(
+    store: Any, chat: str, backend: str, message_id: str, parent: str
+) -> str:
+    """A chain m1 <- m2 whose stored parent of ``message_id`` is then set to ``parent``."""
     from tests.support.keyspace import raw_client
 
     result = store.append(
@@ -215,27 +218,21 @@ def test_a_corrupted_cycle_is_a_clear_error_not_a_hang(store: Any, chat: str, ba
         expected_head=None,
     )
     client = raw_client(backend)
-    keys = store.state.keyspace.chat(chat)
-    client.hset(keys.key("parent"), "m1", "m2")  # m1 -> m2 -> m1
+    client.hset(store.state.keyspace.chat(chat).key("parent"), message_id, parent)
     client.close()
+    return str(result.head_message_id)
+
+
+def test_a_corrupted_cycle_is_a_clear_error_not_a_hang(store: Any, chat: str, backend: str) -> None:
+    head = chain_with_parent_overwritten(store, chat, backend, "m1", "m2")  # m1 -> m2 -> m1
     with pytest.raises(ctxstore.CorruptionError, match="cycle"):
-        store.get_chain(chat, result.head_message_id)
+        store.get_chain(chat, head)
 
 
 def test_a_dangling_parent_is_a_corruption_error(store: Any, chat: str, backend: str) -> None:
-    from tests.support.keyspace import raw_client
-
-    result = store.append(
-        chat,
-        "main",
-        [NewMessage(user("a"), id="m1"), NewMessage(user("b"), id="m2")],
-        expected_head=None,
-    )
-    client = raw_client(backend)
-    client.hset(store.state.keyspace.chat(chat).key("parent"), "m2", "vanished")
-    client.close()
+    head = chain_with_parent_overwritten(store, chat, backend, "m2", "vanished")
     with pytest.raises(ctxstore.CorruptionError, match="missing message"):
-        store.get_chain(chat, result.head_message_id)
+        store.get_chain(chat, head)
 
 
 def test_a_long_chain_reads_in_one_call(store: Any, chat: str) -> None:

@@ -73,10 +73,7 @@ class EngineCore:
         self._state = state
         self.chat_id = check_key_id(chat_id, "chat_id")
         self.user_id = check_key_id(user_id, "user_id")
-        if on_conflict not in get_args(ConflictPolicy):
-            raise ValidationError(
-                f"on_conflict must be one of {get_args(ConflictPolicy)}, got {on_conflict!r}"
-            )
+        message_ops.check_policy(on_conflict, get_args(ConflictPolicy), "on_conflict")
         self.on_conflict: ConflictPolicy = on_conflict
         metadata_args(metadata, state)  # refuse bad metadata now, not at the first call
         self._initial_metadata = dict(metadata) if metadata else None
@@ -101,7 +98,8 @@ class EngineCore:
                 )
             copied = copy_fragment(item)
             if copied.is_message:
-                message_payload(copied)  # a message fragment must carry a chat-message dict
+                if not isinstance(copied.data, Mapping):
+                    raise ValidationError(f"message fragment {copied.name!r} holds no message dict")
                 self.pending.append(copied)
             else:
                 self._context.append(copied)
@@ -305,6 +303,5 @@ class EngineCore:
 
 
 def _replaces_last_assistant(item: Fragment) -> bool:
-    return bool(item.metadata) and all(
-        (item.metadata or {}).get(key) == value for key, value in LAST_ASSISTANT_METADATA.items()
-    )
+    metadata = item.metadata or {}
+    return all(metadata.get(key) == value for key, value in LAST_ASSISTANT_METADATA.items())

@@ -42,7 +42,7 @@ def get_graph(state: StoreState, chat_id: str) -> Operation[ChatGraph]:
 
 
 def _parse(chat_id: str, chat: ChatKeys, reply: Sequence[Any]) -> ChatGraph:
-    _chat, parents, records, depths, branches, checkpoints = (pairs(part) for part in reply)
+    parents, records, depths, branches, checkpoints = (pairs(part) for part in reply[1:])
     meta = chat_meta(chat_id, chat.key("chat"), reply[0])
     nodes = []
     for message_id, raw in records.items():

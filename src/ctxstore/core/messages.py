@@ -39,7 +39,7 @@ def check_payload(payload: object, where: str) -> dict[str, Any]:
     return plain_dict(payload)
 
 
-def _check_policy(value: object, allowed: tuple[str, ...], what: str) -> str:
+def check_policy(value: object, allowed: tuple[str, ...], what: str) -> str:
     if value not in allowed:
         raise ValidationError(f"{what} must be one of {allowed}, got {value!r}")
     return str(value)
@@ -99,8 +99,8 @@ def append(
     check_name(branch, "branch")
     if expected_head is not None:
         check_name(expected_head, "expected_head")
-    _check_policy(on_conflict, get_args(ConflictPolicy), "on_conflict")
-    _check_policy(on_existing, get_args(ExistingPolicy), "on_existing")
+    check_policy(on_conflict, get_args(ConflictPolicy), "on_conflict")
+    check_policy(on_existing, get_args(ExistingPolicy), "on_existing")
     now = state.clock()
     args = append_args(state, messages, on_existing=on_existing, now=now)
     script = load_script("append")
