@@ -2,15 +2,33 @@
 -- (ctxstore.core.scripts) puts this text in front of each entry script, so every operation stays a
 -- single EVALSHA while no helper is copied between files.
 --
+-- Storage layout (format 2; see ctxstore.core.keys for the whole keyspace)
+--   chat    HASH  owner, fmt, inc (incarnation), times, active branch, counters, metadata, usage
+--   log     LIST  message records in write order; a message's position is its index here
+--   alias   HASH  caller-chosen message id -> position (generated ids need no entry)
+--   runs    ZSET  score = first position of a run, member "<start>:<parent of start>:<depth of
+--                 start>". A run is a stretch of consecutive positions, each the child of the one
+--                 before, so a chain is read as a few LRANGEs instead of one hop per message.
+--   branch  HASH  name -> "<head position>\t<head id>\t<created_at>\t<seq>\t<chain length>"
+--   checkpoint HASH name -> "<position>\t<message id>\t<created_at>\t<seq>"
+--   req / req_old  HASH  request id -> reply summary of recent writes (resend detection), two
+--                 generations rotated every minute and expiring on their own
+-- A generated message id is "<position>.<incarnation>": unique, and meaningless in any other
+-- incarnation of the chat (a chat deleted and re-created gets a new one).
+-- A record is a msgpack array [parent position, created_at, payload, chosen id or nil]; Lua
+-- writes its first element and treats the rest as opaque bytes (not every Lua has a msgpack
+-- library).
+--
 -- Conventions
 --   * Domain errors are error replies "CTX_<CODE> <json details>" (CODE: NOT_FOUND, CONFLICT,
---     FORBIDDEN, CORRUPT, LIMIT, INVALID), mapped to exceptions in ctxstore.core.failures.
---     fail() raises them; run() turns the raise into the reply. Scripts validate everything before
---     their first write, because a Lua error after a write does not roll the write back.
---   * Branch and checkpoint records are small cjson objects. Message records are msgpack bytes that
---     Lua never decodes.
---   * "" stands for "no message" (the parent of a root, the head of an empty branch).
---   * Every loop is bounded by the size of a hash it has already read or by an ARGV limit.
+--     FORBIDDEN, CORRUPT, LIMIT, INVALID, REPLACED), mapped to exceptions in
+--     ctxstore.core.failures. fail() raises them; run() turns the raise into the reply. Scripts
+--     validate everything before their first write: a Lua error after a write does not roll back.
+--   * Position -1 and id "" stand for "no message" (the parent of a root, an empty branch head).
+--   * Every loop is bounded by the size of something already read or by an ARGV limit.
+
+local FORMAT = '2'
+local REQUEST_GENERATION_MS = 60000
 
 local function fail(code, details)
   error({ctx = 'CTX_' .. code .. ' ' .. cjson.encode(details)})
@@ -27,56 +45,64 @@ local function run(main)
   error(result, 0)
 end
 
--- The chat's owner; fails when the chat does not exist.
-local function require_chat(chat_key)
-  local owner = redis.call('HGET', chat_key, 'user_id')
+-- The chat's fields named in `names` (after owner, format and incarnation), once its identity is
+-- checked: it exists, has this layout, is the incarnation the caller knew (expected_inc, "" for
+-- any) and belongs to the caller (user, "" for anyone). Returns owner, incarnation, the rest.
+local function open_chat(chat_key, user, expected_inc, names)
+  local fields = redis.call('HMGET', chat_key, 'user_id', 'fmt', 'inc', unpack(names or {}))
+  local owner, fmt, inc = fields[1], fields[2], fields[3]
   if not owner then
+    if redis.call('EXISTS', chat_key) == 1 then
+      fail('CORRUPT', {key = chat_key, field = 'user_id', reason = 'chat without an owner'})
+    end
+    if expected_inc ~= '' then
+      fail('REPLACED', {what = 'chat', reason = 'deleted'})
+    end
     fail('NOT_FOUND', {what = 'chat'})
   end
-  return owner
-end
-
-local function decode_record(key, field, raw)
-  local ok, record = pcall(cjson.decode, raw)
-  if not ok or type(record) ~= 'table' then
-    fail('CORRUPT', {key = key, field = field, reason = 'not a JSON object'})
+  if fmt ~= FORMAT or not inc then
+    fail('CORRUPT', {key = chat_key, field = 'fmt',
+                     reason = 'not written by this version of ctxstore (format ' .. FORMAT .. ')'})
   end
-  return record
+  if expected_inc ~= '' and inc ~= expected_inc then
+    fail('REPLACED', {what = 'chat', reason = 're-created'})
+  end
+  if user ~= '' and owner ~= user then
+    fail('FORBIDDEN', {what = 'chat'})
+  end
+  return owner, inc, {unpack(fields, 4)}
 end
 
--- The decoded branch record and its raw JSON (which replies pass on to the caller as is).
+local function number_field(key, field, raw)
+  local value = tonumber(raw)
+  if not value then
+    fail('CORRUPT', {key = key, field = field, reason = 'not a number'})
+  end
+  return value
+end
+
+-- Branch records ----------------------------------------------------------------------------
+
+local function parse_branch(key, name, raw)
+  local pos, id, created, seq, depth =
+    string.match(raw, '^(%-?%d+)\t([^\t]*)\t(%d+)\t(%d+)\t(%d+)$')
+  if not pos then
+    fail('CORRUPT', {key = key, field = name, reason = 'not a branch record'})
+  end
+  return {pos = tonumber(pos), id = id, created = created, seq = seq, depth = tonumber(depth)}
+end
+
+local function format_branch(b)
+  return b.pos .. '\t' .. b.id .. '\t' .. b.created .. '\t' .. b.seq .. '\t' .. b.depth
+end
+
+-- The decoded branch record and its raw text (which replies pass on as is).
 local function read_branch(branch_key, name)
   local raw = redis.call('HGET', branch_key, name)
   if not raw then
     fail('NOT_FOUND', {what = 'branch', id = name})
   end
-  local record = decode_record(branch_key, name, raw)
-  if type(record.head) ~= 'string' then
-    fail('CORRUPT', {key = branch_key, field = name, reason = 'branch record without a head'})
-  end
-  return record, raw
-end
-
-local function write_branch(branch_key, name, record)
-  redis.call('HSET', branch_key, name, cjson.encode(record))
-end
-
-local function require_message(parent_key, message_id)
-  if redis.call('HEXISTS', parent_key, message_id) == 0 then
-    fail('NOT_FOUND', {what = 'message', id = message_id})
-  end
-end
-
--- Chain length of a message (a root has depth 1); 0 for "".
-local function depth_of(depth_key, message_id)
-  if message_id == '' then
-    return 0
-  end
-  local depth = redis.call('HGET', depth_key, message_id)
-  if not depth then
-    fail('CORRUPT', {key = depth_key, field = message_id, reason = 'message without a depth'})
-  end
-  return tonumber(depth)
+  return parse_branch(branch_key, name, raw), raw
 end
 
 -- Branch auto-naming: <base>-v<k+1>, k = the branches named <base> or starting with <base>-v.
@@ -105,149 +131,256 @@ local function branch_namer(branch_key)
   end
 end
 
--- Writes a new branch record; the caller has checked the name is free.
-local function create_branch(chat_key, branch_key, name, head, now)
+-- Writes a new branch record; the caller has checked the name is free. Returns the raw record.
+local function create_branch(chat_key, branch_key, name, pos, id, depth, now)
   local seq = redis.call('HINCRBY', chat_key, 'branch_seq', 1)
   redis.call('HINCRBY', chat_key, 'branch_count', 1)
-  write_branch(branch_key, name, {head = head, created_at = now, seq = seq})
+  local raw = format_branch({pos = pos, id = id, created = now, seq = seq, depth = depth})
+  redis.call('HSET', branch_key, name, raw)
+  return raw
 end
 
--- Moves updated_at forward (never back: writers' clocks differ); returns the value it holds.
-local function touch(chat_key, now)
-  local current = tonumber(redis.call('HGET', chat_key, 'updated_at') or '0')
+local function parse_checkpoint(key, name, raw)
+  local pos, id, created, seq = string.match(raw, '^(%d+)\t([^\t]+)\t(%d+)\t(%d+)$')
+  if not pos then
+    fail('CORRUPT', {key = key, field = name, reason = 'not a checkpoint record'})
+  end
+  return {pos = tonumber(pos), id = id, created = created, seq = seq}
+end
+
+-- Positions, runs and ids ---------------------------------------------------------------------
+
+local function derived_id(pos, inc)
+  return pos .. '.' .. inc
+end
+
+-- The position of message `id`: a generated id of this incarnation, or a chosen id in `alias`.
+-- nil when the chat holds no such message. `reserved` is true for an id of the generated form
+-- of this incarnation (which a caller may not choose for a new message).
+local function position_of(alias_key, inc, length, id)
+  local digits, tag = string.match(id, '^(%d+)%.([a-z2-7]+)$')
+  if digits and tag == inc then
+    local pos = tonumber(digits)
+    if tostring(pos) == digits and pos < length then
+      return pos, true
+    end
+    return nil, true
+  end
+  local pos = redis.call('HGET', alias_key, id)
+  if pos then
+    return number_field(alias_key, id, pos), false
+  end
+  return nil, false
+end
+
+local function require_position(alias_key, inc, length, id)
+  local pos = position_of(alias_key, inc, length, id)
+  if not pos then
+    fail('NOT_FOUND', {what = 'message', id = id})
+  end
+  return pos
+end
+
+-- The run holding position p: its first position, the parent of that one, and its depth.
+local function run_of(runs_key, p)
+  local member = redis.call('ZREVRANGEBYSCORE', runs_key, p, '-inf', 'LIMIT', 0, 1)[1]
+  if not member then
+    fail('CORRUPT', {key = runs_key, field = tostring(p), reason = 'a position in no run'})
+  end
+  local start, parent, depth = string.match(member, '^(%d+):(%-?%d+):(%d+)$')
+  if not start then
+    fail('CORRUPT', {key = runs_key, field = member, reason = 'not a run record'})
+  end
+  start, parent, depth = tonumber(start), tonumber(parent), tonumber(depth)
+  if parent >= start or depth < 1 then
+    fail('CORRUPT', {key = runs_key, field = member, reason = 'a run whose parent is not older'})
+  end
+  return start, parent, depth
+end
+
+-- Chain length of the message at p (a root has depth 1); 0 for -1.
+local function depth_at(runs_key, p)
+  if p < 0 then
+    return 0
+  end
+  local start, _, depth = run_of(runs_key, p)
+  return depth + p - start
+end
+
+local function parent_at(runs_key, p)
+  local start, parent = run_of(runs_key, p)
+  if p > start then
+    return p - 1
+  end
+  return parent
+end
+
+-- The ranges of the chain ending at head (newest first, as flat {first, last, ...}), stopping
+-- after the range that reaches `stop` (exclusive) when `stop` is on the chain. Returns the
+-- ranges and whether `stop` was met (always true for stop = -1). Each hop moves to an older
+-- position, so the walk ends; its length is the number of runs on the chain.
+local function walk_ranges(runs_key, head, stop)
+  local ranges = {}
+  local p = head
+  while p >= 0 do
+    local start, parent = run_of(runs_key, p)
+    if stop >= start and stop <= p then
+      if stop < p then
+        ranges[#ranges + 1] = stop + 1
+        ranges[#ranges + 1] = p
+      end
+      return ranges, true
+    end
+    ranges[#ranges + 1] = start
+    ranges[#ranges + 1] = p
+    p = parent
+  end
+  return ranges, stop < 0
+end
+
+-- msgpack, the little Lua writes ----------------------------------------------------------------
+
+local function byte_string(n, width)
+  local out = {}
+  for i = width, 1, -1 do
+    out[i] = string.char(n % 256)
+    n = math.floor(n / 256)
+  end
+  return table.concat(out)
+end
+
+-- A msgpack integer >= -1 (positions and counts).
+local function pack_int(n)
+  if n == -1 then
+    return '\255'
+  elseif n < 128 then
+    return string.char(n)
+  elseif n < 256 then
+    return '\204' .. string.char(n)
+  elseif n < 65536 then
+    return '\205' .. byte_string(n, 2)
+  end
+  return '\206' .. byte_string(n, 4)
+end
+
+local function pack_str(s)
+  local n = #s
+  if n < 32 then
+    return string.char(160 + n) .. s
+  elseif n < 256 then
+    return '\217' .. string.char(n) .. s
+  end
+  return '\218' .. byte_string(n, 2) .. s
+end
+
+-- Commands over long lists ------------------------------------------------------------------
+
+-- Runs `command key <items>` in slices: unpack() of a very long list overflows the Lua stack.
+local function in_slices(command, key, items)
+  local slice = 1000
+  for first = 1, #items, slice do
+    redis.call(command, key, unpack(items, first, math.min(first + slice - 1, #items)))
+  end
+end
+
+-- Chat fields ---------------------------------------------------------------------------------
+
+-- The newer of the stored updated_at and now (writers' clocks differ; it never moves back).
+local function newer(stored, now)
+  local current = tonumber(stored or '0') or 0
   if now > current then
-    redis.call('HSET', chat_key, 'updated_at', now)
     return now
   end
   return current
 end
 
--- Creates the chat (with an empty, active branch "main") or checks its owner, then merges the
--- metadata pairs ARGV[meta_from..]. Returns 1 when it created the chat.
-local function upsert_chat(chat_key, branch_key, user_id, now, meta_from)
-  local owner = redis.call('HGET', chat_key, 'user_id')
-  if owner and owner ~= user_id then
-    fail('FORBIDDEN', {what = 'chat'})
-  end
-  if not owner and redis.call('EXISTS', chat_key) == 1 then
-    fail('CORRUPT', {key = chat_key, field = 'user_id', reason = 'chat without an owner'})
-  end
-  local created = 0
-  if not owner then
-    created = 1
-    redis.call('HSET', chat_key, 'user_id', user_id, 'created_at', now, 'updated_at', now,
-               'active_branch', 'main', 'message_count', 0, 'branch_count', 0, 'branch_seq', 0)
-    create_branch(chat_key, branch_key, 'main', '', now)
-  end
-  if #ARGV >= meta_from then
-    redis.call('HSET', chat_key, unpack(ARGV, meta_from))
-    touch(chat_key, now)
-  end
-  return created
-end
+-- Resend detection ------------------------------------------------------------------------------
 
--- The ids an append stored before, when ARGV[from..] (id, spare id, record triples) is a replay
--- of it: each message stored under its id or its spare id with the very same record bytes (the
--- record holds the call's timestamp, so only the same call matches), each the child of the one
--- before. nil otherwise. Costs nothing unless the first message already exists.
-local function replayed_append(msg_key, parent_key, from)
-  local first, first_spare = ARGV[from], ARGV[from + 1]
-  if redis.call('HEXISTS', parent_key, first) == 0
-     and (first_spare == '' or redis.call('HEXISTS', parent_key, first_spare) == 0) then
+-- The summary a write with this request id left, or nil. Ids live at least a minute.
+local function recall_request(req_key, req_old_key, request)
+  if request == '' then
     return nil
   end
-  local stored = {}
-  for i = from, #ARGV, 3 do
-    local used = nil
-    for _, candidate in ipairs({ARGV[i], ARGV[i + 1]}) do
-      if not used and candidate ~= '' and redis.call('HGET', msg_key, candidate) == ARGV[i + 2] then
-        used = candidate
+  return redis.call('HGET', req_key, request) or redis.call('HGET', req_old_key, request)
+end
+
+-- Remembers a write's summary; a generation older than a minute becomes the old one, and each
+-- generation expires three minutes after it began, so an idle chat keeps none.
+local function remember_request(chat_key, req_key, req_old_key, request, summary, since, now)
+  if request == '' then
+    return
+  end
+  if now - (tonumber(since or '0') or 0) > REQUEST_GENERATION_MS then
+    if redis.call('EXISTS', req_key) == 1 then
+      redis.call('RENAME', req_key, req_old_key)
+    else
+      redis.call('DEL', req_old_key)
+    end
+    redis.call('HSET', chat_key, 'req_since', now)
+    redis.call('HSET', req_key, request, summary)
+    redis.call('PEXPIRE', req_key, 3 * REQUEST_GENERATION_MS)
+    return
+  end
+  redis.call('HSET', req_key, request, summary)
+end
+
+-- Chain reads -----------------------------------------------------------------------------------
+
+-- Records of the ranges (newest first, flat {first, last, ...}), read newest first in slices
+-- until `budget` records or `byte_budget` bytes are taken, so no call holds Redis long. Each slice
+-- becomes one string (its records concatenated): the caller decodes a chain with one msgpack
+-- call. Returns {covered ranges}, {strings} (both root first, matching) and {ranges left}
+-- (root first, flat) for the caller to read next.
+local function read_ranges(log_key, ranges, budget, byte_budget)
+  local parts, covered, left = {}, {}, {}
+  local taken, bytes = 0, 0
+  for i = 1, #ranges, 2 do
+    local first, upto = ranges[i], ranges[i + 1]
+    while upto >= first and taken < budget and bytes < byte_budget do
+      local from = math.max(first, upto - math.min(512, budget - taken) + 1)
+      local records = redis.call('LRANGE', log_key, from, upto)
+      if #records ~= upto - from + 1 then
+        fail('CORRUPT', {key = log_key, field = tostring(upto), reason = 'a position past the log'})
       end
+      local text = table.concat(records)
+      table.insert(parts, 1, text)
+      table.insert(covered, 1, upto)
+      table.insert(covered, 1, from)
+      taken = taken + #records
+      bytes = bytes + #text
+      upto = from - 1
     end
-    if not used then
-      return nil
+    if upto >= first then
+      table.insert(left, 1, upto)
+      table.insert(left, 1, first)
     end
-    if #stored > 0 and redis.call('HGET', parent_key, used) ~= stored[#stored] then
-      return nil
-    end
-    stored[#stored + 1] = used
   end
-  return stored
+  return covered, parts, left
 end
 
--- The name of a branch whose head is message_id, preferring `preferred`.
-local function branch_with_head(branch_key, message_id, preferred)
-  local flat = redis.call('HGETALL', branch_key)
-  local found = preferred
-  for i = 1, #flat, 2 do
-    local ok, record = pcall(cjson.decode, flat[i + 1])
-    if ok and type(record) == 'table' and record.head == message_id then
-      if flat[i] == preferred then
-        return preferred
-      end
-      found = flat[i]
-    end
+-- A chain read: {head position, chain length, base, {covered ranges}, {record strings},
+-- {ranges left}}. `base` is `known` when the chain passes through it (the caller holds the chain
+-- up to there, read from the same incarnation) and only what follows is read; else -1.
+local function chain_reply(runs_key, log_key, head, depth, max_depth, known, budget, byte_budget)
+  if depth > max_depth then
+    fail('LIMIT', {what = 'chain depth', limit = max_depth, length = depth})
   end
-  return found
+  if known > head then
+    known = -1
+  end
+  local ranges, met = walk_ranges(runs_key, head, known)
+  local base = -1
+  if met then
+    base = known
+  end
+  local covered, parts, left = read_ranges(log_key, ranges, budget, byte_budget)
+  return {head, depth, base, covered, parts, left}
 end
 
--- HMGET in slices: unpack() of a very long list overflows the Lua stack.
-local function hmget_all(key, fields)
-  local values = {}
-  local slice = 1000
-  for first = 1, #fields, slice do
-    local last = math.min(first + slice - 1, #fields)
-    local part = redis.call('HMGET', key, unpack(fields, first, last))
-    for i = 1, #part do
-      values[first + i - 1] = part[i]
-    end
+-- The position the caller's cache holds a chain up to, when it is of this incarnation.
+local function known_position(known, known_inc, inc)
+  if known_inc ~= inc then
+    return -1
   end
-  return values
-end
-
--- Walks parent pointers from head to the root and returns the ids root first.
--- Bounded by max_depth and by the number of messages (a longer walk can only be a cycle).
-local function walk_chain(parent_key, head, max_depth)
-  local ids = {}
-  if head == '' then
-    return ids
-  end
-  require_message(parent_key, head)
-  local total = redis.call('HLEN', parent_key)
-  local bound = math.min(max_depth, total)
-  local reversed = {}
-  local current = head
-  local n = 0
-  while current ~= '' do
-    n = n + 1
-    if n > bound then
-      if n > total then
-        fail('CORRUPT', {key = parent_key, field = head, reason = 'the parent chain has a cycle'})
-      end
-      fail('LIMIT', {what = 'chain depth', limit = max_depth, id = head})
-    end
-    reversed[n] = current
-    local parent = redis.call('HGET', parent_key, current)
-    if not parent then
-      fail('CORRUPT', {key = parent_key, field = reversed[n - 1],
-                       reason = 'parent pointer to a missing message'})
-    end
-    current = parent
-  end
-  for i = n, 1, -1 do
-    ids[#ids + 1] = reversed[i]
-  end
-  return ids
-end
-
--- The chain ending at head: ids root first and their records, every record present.
-local function read_chain(parent_key, msg_key, head, max_depth)
-  local ids = walk_chain(parent_key, head, max_depth)
-  local records = hmget_all(msg_key, ids)
-  for i = 1, #ids do
-    if not records[i] then
-      fail('CORRUPT', {key = msg_key, field = ids[i], reason = 'message without a record'})
-    end
-  end
-  return ids, records
+  return tonumber(known) or -1
 end

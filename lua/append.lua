@@ -1,44 +1,92 @@
 -- append.lua: add messages to a branch in order and move its head, as one compare-and-set.
 -- KEYS[1] chat         chat hash
--- KEYS[2] msg          message id -> msgpack record
--- KEYS[3] parent       message id -> parent id ("" for a root)
--- KEYS[4] depth        message id -> chain length
+-- KEYS[2] log          message records in write order
+-- KEYS[3] alias        chosen message id -> position
+-- KEYS[4] runs         run starts (see the prelude)
 -- KEYS[5] branch       branch name -> branch record
--- ARGV[1] branch       the branch to write to
--- ARGV[2] expected     the head the caller last saw ("" for an empty branch)
--- ARGV[3] on_conflict  raise | rebase | fork: what to do when the head is not `expected`
--- ARGV[4] on_existing  raise | fork: what to do with a message id the chat already holds
--- ARGV[5] now          epoch milliseconds
--- ARGV[6..] id, spare_id, record triples, oldest first (spare_id: "" or the id to store the
---           message under when on_existing=fork replaces an existing one)
--- Reply: {branch, head, {stored ids}, rebased (0|1), conflict_fork ("" or the new branch),
---         {branches created}, updated_at, owner}
+-- KEYS[6] req          request id -> reply summary (this generation)
+-- KEYS[7] req_old      request id -> reply summary (the previous generation)
+-- KEYS[8] all_chats    optional: the namespace's chat index (servers without Cluster only)
+-- KEYS[9] user_chats   optional: the owner's chat index (with KEYS[8])
+-- ARGV[1] user         the caller, "" for anyone: another owner's chat is refused
+-- ARGV[2] inc          the incarnation the caller knows, "" for any
+-- ARGV[3] branch       the branch to write to
+-- ARGV[4] expected     the head id the caller last saw ("" for an empty branch)
+-- ARGV[5] on_conflict  raise | rebase | fork: what to do when the head is not `expected`
+-- ARGV[6] on_existing  raise | fork: what to do with a message id the chat already holds
+-- ARGV[7] now          epoch milliseconds
+-- ARGV[8] request      request id ("" for none): a resent call is answered from its summary
+-- ARGV[9] chat_id      the chat's id, for the index entries (with KEYS[8..9])
+-- ARGV[10] index_owner the owner the index keys were built for
+-- ARGV[11..] chosen id ("" to generate one), body pairs, oldest first; body is the msgpack of
+--           created_at followed by the msgpack of the payload
+-- Reply: {branch, head id, {stored ids}, rebased (0|1), conflict_fork ("" or the new branch),
+--         {branches created}, updated_at, owner, incarnation, indexed (0|1)}
 -- Errors: NOT_FOUND (chat, branch, the expected head when forking), CONFLICT (head moved and
---         on_conflict=raise; message id exists and on_existing=raise), INVALID (duplicate ids).
+--         on_conflict=raise; message id exists and on_existing=raise), INVALID (duplicate or
+--         reserved ids), FORBIDDEN, REPLACED.
 --
 -- on_conflict: raise reports the current head; rebase chains onto the current head; fork writes
 -- onto a new auto-named branch that starts at `expected` (not activated: the other writer's branch
 -- stays the chat's active one).
 -- on_existing=fork is the edit rule: a message whose id exists starts a new branch at that
 -- message's parent (auto-named after the branch being written, activated) and is stored there
--- under its spare id; the messages after it follow it there. Nothing is ever overwritten.
--- A replay (the same call sent again after its reply was lost) finds every message already
--- stored, byte for byte, in order: it is answered like the first time and writes nothing.
+-- under a generated id; the messages after it follow it there. Nothing is ever overwritten.
+-- A resent call (same request id, after its reply was lost) is answered like the first time.
+-- The index entries move inside the script, so they move only when the write succeeded; on a
+-- Cluster they live in other slots and the caller sends them after the reply.
+
+local FIRST_MESSAGE_ARG = 11
+
+local function stored_ids(alias, inc, first, count)
+  local ids = {}
+  for i = 1, count do
+    local pos = first + i - 1
+    local chosen = ARGV[FIRST_MESSAGE_ARG + 2 * (i - 1)]
+    if chosen ~= '' and redis.call('HGET', alias, chosen) == tostring(pos) then
+      ids[i] = chosen
+    else
+      ids[i] = derived_id(pos, inc)
+    end
+  end
+  return ids
+end
+
+local function index(chat_id, owner, updated_at)
+  if KEYS[8] == nil or ARGV[10] ~= owner then
+    return 0
+  end
+  redis.call('ZADD', KEYS[8], 'GT', updated_at, chat_id)
+  redis.call('ZADD', KEYS[9], 'GT', updated_at, chat_id)
+  return 1
+end
 
 return run(function()
-  local chat, msg, parent, depth, branch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-  local target, expected = ARGV[1], ARGV[2]
-  local on_conflict, on_existing = ARGV[3], ARGV[4]
-  local now = tonumber(ARGV[5])
+  local chat, log, alias, runs, branch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+  local req, req_old = KEYS[6], KEYS[7]
+  local target, expected = ARGV[3], ARGV[4]
+  local on_conflict, on_existing = ARGV[5], ARGV[6]
+  local now = tonumber(ARGV[7])
+  local request = ARGV[8]
 
-  local owner = require_chat(chat)
-  local record = read_branch(branch, target)
-  local stored_before = replayed_append(msg, parent, 6)
-  if stored_before then
-    local last = stored_before[#stored_before]
-    return {branch_with_head(branch, last, target), last, stored_before, 0, '', {},
-            tonumber(redis.call('HGET', chat, 'updated_at')), owner}
+  local owner, inc, fields = open_chat(chat, ARGV[1], ARGV[2],
+                                       {'updated_at', 'message_count', 'req_since'})
+  local prior = recall_request(req, req_old, request)
+  if prior then
+    local name, first, count, rebased, fork, created =
+      string.match(prior, '^([^\t]*)\t(%d+)\t(%d+)\t(%d)\t([^\t]*)\t(.*)$')
+    local ids = stored_ids(alias, inc, tonumber(first), tonumber(count))
+    local created_list = {}
+    for item in string.gmatch(created, '[^\n]+') do
+      created_list[#created_list + 1] = item
+    end
+    local updated_at = tonumber(fields[1])
+    return {name, ids[#ids], ids, tonumber(rebased), fork, created_list, updated_at, owner, inc,
+            index(ARGV[9], owner, updated_at)}
   end
+  local message_count = number_field(chat, 'message_count', fields[2])
+  local record = read_branch(branch, target)
+  local length = redis.call('LLEN', log)
   local namer = nil
   local function name_branch(base)
     namer = namer or branch_namer(branch)
@@ -46,84 +94,109 @@ return run(function()
   end
 
   -- Phase 1: decide everything and validate; no writes.
-  local cursor = record.head
+  local cursor, cursor_id, cursor_depth = record.pos, record.id, record.depth
   local rebased = 0
   local conflict_fork = ''
   local new_branches = {}
-  if record.head ~= expected then
+  if record.id ~= expected then
     if on_conflict == 'raise' then
-      fail('CONFLICT', {reason = 'head', branch = target, expected = expected, current = record.head})
+      fail('CONFLICT', {reason = 'head', branch = target, expected = expected, current = record.id})
     elseif on_conflict == 'rebase' then
       rebased = 1
     elseif on_conflict == 'fork' then
+      cursor, cursor_id = -1, ''
       if expected ~= '' then
-        require_message(parent, expected)
+        cursor, cursor_id = require_position(alias, inc, length, expected), expected
       end
+      cursor_depth = depth_at(runs, cursor)
       conflict_fork = name_branch(target)
-      new_branches[#new_branches + 1] = {name = conflict_fork, at = expected, activate = false}
+      new_branches[#new_branches + 1] = {name = conflict_fork, activate = false}
       target = conflict_fork
-      cursor = expected
     else
       fail('INVALID', {reason = 'unknown on_conflict', value = on_conflict})
     end
   end
 
-  local cursor_depth = depth_of(depth, cursor)
+  local records, new_runs, aliases, ids = {}, {}, {}, {}
   local heads = {}
-  local writes = {}
   local seen = {}
-  for i = 6, #ARGV, 3 do
-    local id, spare = ARGV[i], ARGV[i + 1]
-    if seen[id] then
-      fail('INVALID', {reason = 'duplicate message id in one append', id = id})
+  local pos = length - 1
+  for i = FIRST_MESSAGE_ARG, #ARGV, 2 do
+    local chosen, body = ARGV[i], ARGV[i + 1]
+    local keep_chosen = false
+    if chosen ~= '' then
+      if seen[chosen] then
+        fail('INVALID', {reason = 'duplicate message id in one append', id = chosen})
+      end
+      seen[chosen] = true
+      local existing, reserved = position_of(alias, inc, length, chosen)
+      if existing then
+        if on_existing ~= 'fork' then
+          fail('CONFLICT', {reason = 'message_exists', id = chosen})
+        end
+        local fork = name_branch(target)
+        new_branches[#new_branches + 1] = {name = fork, activate = true}
+        target = fork
+        cursor = parent_at(runs, existing)
+        cursor_depth = depth_at(runs, existing) - 1
+      elseif reserved then
+        fail('INVALID', {reason = 'a generated id of this chat cannot be chosen', id = chosen})
+      else
+        keep_chosen = true
+      end
     end
-    seen[id] = true
-    if redis.call('HEXISTS', parent, id) == 1 then
-      if on_existing ~= 'fork' then
-        fail('CONFLICT', {reason = 'message_exists', id = id})
-      end
-      if spare == '' or seen[spare] or redis.call('HEXISTS', parent, spare) == 1 then
-        fail('INVALID', {reason = 'no usable spare id for an edited message', id = id})
-      end
-      seen[spare] = true
-      local at = redis.call('HGET', parent, id)
-      local fork = name_branch(target)
-      new_branches[#new_branches + 1] = {name = fork, at = at, activate = true}
-      target = fork
-      cursor = at
-      cursor_depth = depth_of(depth, at)
-      id = spare
+    pos = pos + 1
+    local id = derived_id(pos, inc)
+    local tail = '\192'
+    if keep_chosen then
+      id = chosen
+      tail = pack_str(chosen)
+      aliases[#aliases + 1] = chosen
+      aliases[#aliases + 1] = pos
     end
     cursor_depth = cursor_depth + 1
-    writes[#writes + 1] = {id = id, parent = cursor, depth = cursor_depth, record = ARGV[i + 2]}
-    cursor = id
-    heads[target] = id
+    if cursor < 0 or cursor ~= pos - 1 then
+      new_runs[#new_runs + 1] = pos
+      new_runs[#new_runs + 1] = pos .. ':' .. cursor .. ':' .. cursor_depth
+    end
+    records[#records + 1] = '\148' .. pack_int(cursor) .. body .. tail
+    ids[#ids + 1] = id
+    cursor, cursor_id = pos, id
+    heads[target] = {pos = pos, id = id, depth = cursor_depth}
   end
+  local count = #records
 
   -- Phase 2: write.
-  local created = {}
+  local created, created_names = {}, {}
   for _, fork in ipairs(new_branches) do
-    create_branch(chat, branch, fork.name, fork.at, now)
-    created[#created + 1] = fork.name
+    create_branch(chat, branch, fork.name, -1, '', 0, now)
+    created_names[#created_names + 1] = fork.name
     if fork.activate then
       redis.call('HSET', chat, 'active_branch', fork.name)
     end
+    created[fork.name] = true
   end
-  for _, w in ipairs(writes) do
-    redis.call('HSET', msg, w.id, w.record)
-    redis.call('HSET', parent, w.id, w.parent)
-    redis.call('HSET', depth, w.id, w.depth)
+  in_slices('RPUSH', log, records)
+  if #aliases > 0 then
+    in_slices('HSET', alias, aliases)
+  end
+  if #new_runs > 0 then
+    in_slices('ZADD', runs, new_runs)
   end
   for name, head in pairs(heads) do
-    local current = read_branch(branch, name)
-    current.head = head
-    write_branch(branch, name, current)
+    local current = record
+    if created[name] or name ~= ARGV[3] then
+      current = read_branch(branch, name)
+    end
+    current.pos, current.id, current.depth = head.pos, head.id, head.depth
+    redis.call('HSET', branch, name, format_branch(current))
   end
-  local stored = {}
-  for i, w in ipairs(writes) do
-    stored[i] = w.id
-  end
-  redis.call('HINCRBY', chat, 'message_count', #writes)
-  local updated_at = touch(chat, now)
-  return {target, cursor, stored, rebased, conflict_fork, created, updated_at, owner}
+  local updated_at = newer(fields[1], now)
+  redis.call('HSET', chat, 'message_count', message_count + count, 'updated_at', updated_at)
+  remember_request(chat, req, req_old, request,
+                   target .. '\t' .. length .. '\t' .. count .. '\t' .. rebased .. '\t' ..
+                   conflict_fork .. '\t' .. table.concat(created_names, '\n'),
+                   fields[3], now)
+  return {target, cursor_id, ids, rebased, conflict_fork, created_names, updated_at, owner, inc,
+          index(ARGV[9], owner, updated_at)}
 end)

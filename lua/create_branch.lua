@@ -1,47 +1,48 @@
 -- create_branch.lua: a new branch whose head is an existing message, a checkpoint's message,
 -- or nothing.
 -- KEYS[1] chat        chat hash
--- KEYS[2] parent      message id -> parent id (existence of the start message)
--- KEYS[3] depth       message id -> chain length
--- KEYS[4] branch      branch name -> branch record
--- KEYS[5] checkpoint  checkpoint name -> checkpoint record
--- ARGV[1] at          the start: a message id, a checkpoint name, or "" for an empty branch
--- ARGV[2] base        base for auto-naming (<base>-v<k+1>)
--- ARGV[3] name        explicit name, or "" to auto-name from ARGV[2]
--- ARGV[4] activate    "1" to make it the active branch
--- ARGV[5] now         epoch milliseconds
--- ARGV[6] at_kind     "message" or "checkpoint": how to read ARGV[1]
--- Reply: {name, branch record JSON, active branch, chain length}
--- Errors: NOT_FOUND (chat, message, checkpoint), CONFLICT (explicit name taken).
+-- KEYS[2] log         message records (its length bounds positions)
+-- KEYS[3] alias       chosen message id -> position
+-- KEYS[4] runs        run starts (chain lengths)
+-- KEYS[5] branch      branch name -> branch record
+-- KEYS[6] checkpoint  checkpoint name -> checkpoint record
+-- ARGV[1] user        the caller, "" for anyone
+-- ARGV[2] inc         the incarnation the caller knows, "" for any
+-- ARGV[3] at          the start: a message id, a checkpoint name, or "" for an empty branch
+-- ARGV[4] base        base for auto-naming (<base>-v<k+1>)
+-- ARGV[5] name        explicit name, or "" to auto-name from ARGV[4]
+-- ARGV[6] activate    "1" to make it the active branch
+-- ARGV[7] now         epoch milliseconds
+-- ARGV[8] at_kind     "message" or "checkpoint": how to read ARGV[3]
+-- Reply: {name, branch record, active branch, incarnation}
+-- Errors: NOT_FOUND (chat, message, checkpoint), CONFLICT (explicit name taken), FORBIDDEN,
+--         REPLACED.
 -- Auto-naming runs inside the script, so two workers forking at once get distinct names;
 -- restoring a checkpoint reads it in the same script, so it cannot move in between.
 
 return run(function()
-  require_chat(KEYS[1])
-  local at = ARGV[1]
-  if ARGV[6] == 'checkpoint' then
-    local raw = redis.call('HGET', KEYS[5], at)
+  local _, inc = open_chat(KEYS[1], ARGV[1], ARGV[2])
+  local pos, id = -1, ''
+  if ARGV[8] == 'checkpoint' then
+    local raw = redis.call('HGET', KEYS[6], ARGV[3])
     if not raw then
-      fail('NOT_FOUND', {what = 'checkpoint', id = at})
+      fail('NOT_FOUND', {what = 'checkpoint', id = ARGV[3]})
     end
-    at = decode_record(KEYS[5], at, raw).message_id
-    if type(at) ~= 'string' then
-      fail('CORRUPT', {key = KEYS[5], field = ARGV[1], reason = 'checkpoint without a message'})
-    end
+    local checkpoint = parse_checkpoint(KEYS[6], ARGV[3], raw)
+    pos, id = checkpoint.pos, checkpoint.id
+  elseif ARGV[3] ~= '' then
+    pos, id = require_position(KEYS[3], inc, redis.call('LLEN', KEYS[2]), ARGV[3]), ARGV[3]
   end
-  if at ~= '' then
-    require_message(KEYS[2], at)
-  end
-  local name = ARGV[3]
+  local name = ARGV[5]
   if name == '' then
-    name = branch_namer(KEYS[4])(ARGV[2])
-  elseif redis.call('HEXISTS', KEYS[4], name) == 1 then
+    name = branch_namer(KEYS[5])(ARGV[4])
+  elseif redis.call('HEXISTS', KEYS[5], name) == 1 then
     fail('CONFLICT', {reason = 'branch_exists', branch = name})
   end
-  create_branch(KEYS[1], KEYS[4], name, at, tonumber(ARGV[5]))
-  if ARGV[4] == '1' then
+  local depth = depth_at(KEYS[4], pos)
+  local raw = create_branch(KEYS[1], KEYS[5], name, pos, id, depth, tonumber(ARGV[7]))
+  if ARGV[6] == '1' then
     redis.call('HSET', KEYS[1], 'active_branch', name)
   end
-  local active = redis.call('HGET', KEYS[1], 'active_branch')
-  return {name, redis.call('HGET', KEYS[4], name), active, depth_of(KEYS[3], at)}
+  return {name, raw, redis.call('HGET', KEYS[1], 'active_branch'), inc}
 end)

@@ -1,11 +1,13 @@
 -- delete_chat.lua: remove every key of a chat.
 -- KEYS[1] chat        chat hash
--- KEYS[2] msg         message id -> msgpack record
--- KEYS[3] parent      message id -> parent id
--- KEYS[4] depth       message id -> chain length
+-- KEYS[2] log         message records
+-- KEYS[3] alias       chosen message id -> position
+-- KEYS[4] runs        run starts
 -- KEYS[5] branch      branch name -> branch record
 -- KEYS[6] checkpoint  checkpoint name -> checkpoint record
 -- KEYS[7] summary     message id -> summary record
+-- KEYS[8] req         recent request ids
+-- KEYS[9] req_old     older request ids
 -- ARGV[1] user_id     "" to delete whoever owns it; otherwise only that owner's chat
 -- Reply: {deleted (0|1), owner ("" when nothing was deleted)}
 
@@ -17,6 +19,7 @@ return run(function()
   if ARGV[1] ~= '' and owner ~= ARGV[1] then
     return {0, ''}
   end
-  redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7])
+  redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7],
+               KEYS[8], KEYS[9])
   return {1, owner}
 end)

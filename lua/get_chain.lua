@@ -1,32 +1,45 @@
--- get_chain.lua: the chain of messages ending at a head, root first, in one walk.
+-- get_chain.lua: the chain of messages ending at a head, root first, read in bounded chunks.
 -- KEYS[1] chat       chat hash
--- KEYS[2] msg        message id -> msgpack record
--- KEYS[3] parent     message id -> parent id
--- KEYS[4] branch     branch name -> branch record
--- ARGV[1] mode       "head": ARGV[2] is a message id ("" for none);
---                    "branch": ARGV[2] is a branch name ("" for the active branch)
--- ARGV[2] start      the head message id or the branch name
--- ARGV[3] max_depth  the longest chain to walk
--- Reply: {branch name ("" in head mode), branch record JSON ("" in head mode),
---         active branch, {ids root first}, {records in the same order}}
--- Errors: NOT_FOUND (chat, branch, head message), CORRUPT (cycle, dangling parent, missing
---         record), LIMIT (chain longer than max_depth).
--- Walking parent pointers first and fetching the records with one HMGET keeps the script short:
--- Redis serves nobody else while it runs.
+-- KEYS[2] log        message records in write order
+-- KEYS[3] alias      chosen message id -> position
+-- KEYS[4] runs       run starts
+-- KEYS[5] branch     branch name -> branch record
+-- ARGV[1] user       the caller, "" for anyone: another owner's chat is refused
+-- ARGV[2] inc        the incarnation the caller knows, "" for any
+-- ARGV[3] mode       "head": ARGV[4] is a message id ("" for none);
+--                    "branch": ARGV[4] is a branch name ("" for the active branch)
+-- ARGV[4] start      the head message id or the branch name
+-- ARGV[5] max_depth  the longest chain to read
+-- ARGV[6] known      a position whose chain the caller holds already (-1 for none)
+-- ARGV[7] known_inc  the incarnation that chain was read from
+-- ARGV[8] budget     the most records to return (the rest is read with read_log.lua)
+-- ARGV[9] bytes      the most record bytes to return (checked after each slice of records)
+-- Reply: {branch name ("" in head mode), branch record ("" in head mode), active branch,
+--         incarnation, head position, chain length, base, {covered ranges}, {record strings},
+--         {ranges left}} (see chain_reply in the prelude)
+-- Errors: NOT_FOUND (chat, branch, head message), CORRUPT, LIMIT (chain longer than max_depth),
+--         FORBIDDEN, REPLACED.
+-- The walk reads one run record per run on the chain, then each run's records with one LRANGE;
+-- what the caller already holds (immutable, same incarnation) is not sent again.
 
 return run(function()
-  require_chat(KEYS[1])
-  local active = redis.call('HGET', KEYS[1], 'active_branch') or ''
-  local name, raw_branch, head = '', '', ARGV[2]
-  if ARGV[1] == 'branch' then
-    name = ARGV[2]
+  local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'active_branch'})
+  local active = fields[1] or ''
+  local name, raw_branch, head, depth = '', '', -1, 0
+  if ARGV[3] == 'branch' then
+    name = ARGV[4]
     if name == '' then
       name = active
     end
     local record
-    record, raw_branch = read_branch(KEYS[4], name)
-    head = record.head
+    record, raw_branch = read_branch(KEYS[5], name)
+    head, depth = record.pos, record.depth
+  elseif ARGV[4] ~= '' then
+    head = require_position(KEYS[3], inc, redis.call('LLEN', KEYS[2]), ARGV[4])
+    depth = depth_at(KEYS[4], head)
   end
-  local ids, records = read_chain(KEYS[3], KEYS[2], head, tonumber(ARGV[3]))
-  return {name, raw_branch, active, ids, records}
+  local reply = chain_reply(KEYS[4], KEYS[2], head, depth, tonumber(ARGV[5]),
+                            known_position(ARGV[6], ARGV[7], inc), tonumber(ARGV[8]),
+                            tonumber(ARGV[9]))
+  return {name, raw_branch, active, inc, unpack(reply)}
 end)

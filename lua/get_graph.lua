@@ -1,27 +1,35 @@
--- get_graph.lua: the whole chat for inspection and drawing.
+-- get_graph.lua: the whole chat for inspection and drawing, first chunk.
 -- KEYS[1] chat         chat hash
--- KEYS[2] msg          message id -> msgpack record
--- KEYS[3] parent       message id -> parent id
--- KEYS[4] depth        message id -> chain length
--- KEYS[5] branch       branch name -> branch record
--- KEYS[6] checkpoint   checkpoint name -> checkpoint record
--- ARGV[1] max_messages the most messages to return (the graph of a huge chat is refused)
--- Reply: {flat chat hash, flat parent hash, flat msg hash, flat depth hash, flat branch hash,
---         flat checkpoint hash}
--- Errors: NOT_FOUND (chat), LIMIT (more messages than max_messages).
+-- KEYS[2] log          message records in write order
+-- KEYS[3] branch       branch name -> branch record
+-- KEYS[4] checkpoint   checkpoint name -> checkpoint record
+-- ARGV[1] user         the caller, "" for anyone
+-- ARGV[2] inc          the incarnation the caller knows, "" for any
+-- ARGV[3] max_messages the most messages a graph may hold (a huge chat is refused)
+-- ARGV[4] budget       the most records to return now (the rest is read with read_log.lua)
+-- ARGV[5] bytes        the most record bytes to return now
+-- Reply: {flat chat hash, flat branch hash, flat checkpoint hash, message count,
+--         {covered ranges}, {record strings}, {ranges left}} (as read_ranges in the prelude)
+-- Errors: NOT_FOUND (chat), LIMIT (more messages than max_messages), FORBIDDEN, REPLACED.
 
 return run(function()
-  require_chat(KEYS[1])
-  local count = redis.call('HLEN', KEYS[3])
-  if count > tonumber(ARGV[1]) then
-    fail('LIMIT', {what = 'graph size', limit = tonumber(ARGV[1]), count = count})
+  open_chat(KEYS[1], ARGV[1], ARGV[2])
+  local count = redis.call('LLEN', KEYS[2])
+  if count > tonumber(ARGV[3]) then
+    fail('LIMIT', {what = 'graph size', limit = tonumber(ARGV[3]), count = count})
   end
+  local ranges = {}
+  if count > 0 then
+    ranges = {0, count - 1}
+  end
+  local covered, parts, left = read_ranges(KEYS[2], ranges, tonumber(ARGV[4]), tonumber(ARGV[5]))
   return {
     redis.call('HGETALL', KEYS[1]),
     redis.call('HGETALL', KEYS[3]),
-    redis.call('HGETALL', KEYS[2]),
     redis.call('HGETALL', KEYS[4]),
-    redis.call('HGETALL', KEYS[5]),
-    redis.call('HGETALL', KEYS[6]),
+    count,
+    covered,
+    parts,
+    left,
   }
 end)

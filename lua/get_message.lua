@@ -1,20 +1,26 @@
 -- get_message.lua: read one message.
 -- KEYS[1] chat      chat hash
--- KEYS[2] msg       message id -> msgpack record
--- KEYS[3] parent    message id -> parent id
--- ARGV[1] id        the message id
--- Reply: {record, parent id ("" for a root)}
--- Errors: NOT_FOUND (chat, message), CORRUPT (a message without a record).
+-- KEYS[2] log       message records in write order
+-- KEYS[3] alias     chosen message id -> position
+-- KEYS[4] runs      run starts (the parent's position)
+-- ARGV[1] user      the caller, "" for anyone
+-- ARGV[2] inc       the incarnation the caller knows, "" for any
+-- ARGV[3] id        the message id
+-- Reply: {position, record, parent position (-1 for a root), parent record ("" for a root),
+--         incarnation}
+-- Errors: NOT_FOUND (chat, message), CORRUPT (a record missing), FORBIDDEN, REPLACED.
+-- The parent's record comes along because its id may be a chosen one, kept in its record.
 
 return run(function()
-  require_chat(KEYS[1])
-  local parent = redis.call('HGET', KEYS[3], ARGV[1])
-  if not parent then
-    fail('NOT_FOUND', {what = 'message', id = ARGV[1]})
+  local _, inc = open_chat(KEYS[1], ARGV[1], ARGV[2])
+  local pos = require_position(KEYS[3], inc, redis.call('LLEN', KEYS[2]), ARGV[3])
+  local parent = parent_at(KEYS[4], pos)
+  local records = {redis.call('LINDEX', KEYS[2], pos), ''}
+  if parent >= 0 then
+    records[2] = redis.call('LINDEX', KEYS[2], parent)
   end
-  local record = redis.call('HGET', KEYS[2], ARGV[1])
-  if not record then
-    fail('CORRUPT', {key = KEYS[2], field = ARGV[1], reason = 'message without a record'})
+  if not records[1] or not records[2] then
+    fail('CORRUPT', {key = KEYS[2], field = tostring(pos), reason = 'message without a record'})
   end
-  return {record, parent}
+  return {pos, records[1], parent, records[2], inc}
 end)

@@ -1,10 +1,12 @@
 -- list_checkpoints.lua: every checkpoint of a chat.
 -- KEYS[1] chat         chat hash
 -- KEYS[2] checkpoint   checkpoint name -> checkpoint record
--- Reply: flat {name, record JSON, ...} (unordered; the caller sorts newest first)
--- Errors: NOT_FOUND (chat).
+-- ARGV[1] user         the caller, "" for anyone
+-- ARGV[2] inc          the incarnation the caller knows, "" for any
+-- Reply: flat {name, record, ...} (unordered; the caller sorts newest first)
+-- Errors: NOT_FOUND (chat), FORBIDDEN, REPLACED.
 
 return run(function()
-  require_chat(KEYS[1])
+  open_chat(KEYS[1], ARGV[1], ARGV[2])
   return redis.call('HGETALL', KEYS[2])
 end)

@@ -1,29 +1,51 @@
 -- open_chat.lua: create or open a chat as its owner, and optionally read its active branch.
 -- KEYS[1] chat       chat hash
--- KEYS[2] msg        message id -> msgpack record
--- KEYS[3] parent     message id -> parent id
--- KEYS[4] depth      message id -> chain length
--- KEYS[5] branch     branch name -> branch record
+-- KEYS[2] log        message records in write order
+-- KEYS[3] runs       run starts
+-- KEYS[4] branch     branch name -> branch record
 -- ARGV[1] user_id    the caller; must own an existing chat
 -- ARGV[2] now        epoch milliseconds
--- ARGV[3] load       "1" to return the active branch's chain too, "0" for none
--- ARGV[4] max_depth  the longest chain to walk
--- ARGV[5..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
--- Reply: {created (0|1), flat HGETALL of the chat hash, active branch, its record JSON,
---         its chain length, {ids root first}, {records}} (ids and records empty unless load)
+-- ARGV[3] new_inc    the incarnation to give the chat if this call creates it
+-- ARGV[4] load       "1" to return the active branch's chain too, "0" for none
+-- ARGV[5] max_depth  the longest chain to read
+-- ARGV[6] known      a position whose chain the caller holds already (-1 for none)
+-- ARGV[7] known_inc  the incarnation that chain was read from
+-- ARGV[8] budget     the most records to return
+-- ARGV[9] bytes      the most record bytes to return
+-- ARGV[10..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
+-- Reply: {created (0|1), flat HGETALL of the chat hash, active branch, its record,
+--         then the chain read of get_chain.lua when load is "1" (head, length, base, covered,
+--         records, left), else nothing more}
 -- Errors: FORBIDDEN when another user owns the chat (nothing is written or read), CORRUPT,
 --         LIMIT (chain longer than max_depth).
 -- This is upsert_chat, and the first call of a context engine: the owner check, the metadata
 -- merge and the read of the conversation happen in one script, one round trip.
 
 return run(function()
-  local created = upsert_chat(KEYS[1], KEYS[5], ARGV[1], tonumber(ARGV[2]), 5)
-  local active = redis.call('HGET', KEYS[1], 'active_branch')
-  local record, raw_branch = read_branch(KEYS[5], active)
-  local ids, records = {}, {}
-  if ARGV[3] == '1' then
-    ids, records = read_chain(KEYS[3], KEYS[2], record.head, tonumber(ARGV[4]))
+  local chat, now = KEYS[1], tonumber(ARGV[2])
+  local created = 0
+  if redis.call('EXISTS', chat) == 0 then
+    created = 1
+    redis.call('HSET', chat, 'user_id', ARGV[1], 'fmt', FORMAT, 'inc', ARGV[3],
+               'created_at', now, 'updated_at', now, 'active_branch', 'main',
+               'message_count', 0, 'branch_count', 0, 'branch_seq', 0, 'checkpoint_seq', 0)
+    create_branch(chat, KEYS[4], 'main', -1, '', 0, now)
   end
-  return {created, redis.call('HGETALL', KEYS[1]), active, raw_branch,
-          depth_of(KEYS[4], record.head), ids, records}
+  local _, inc, fields = open_chat(chat, ARGV[1], '', {'updated_at'})
+  if #ARGV >= 10 then
+    redis.call('HSET', chat, unpack(ARGV, 10))
+    redis.call('HSET', chat, 'updated_at', newer(fields[1], now))
+  end
+  local active = redis.call('HGET', chat, 'active_branch')
+  local record, raw_branch = read_branch(KEYS[4], active)
+  local reply = {created, redis.call('HGETALL', chat), active, raw_branch}
+  if ARGV[4] == '1' then
+    local chain = chain_reply(KEYS[3], KEYS[2], record.pos, record.depth, tonumber(ARGV[5]),
+                              known_position(ARGV[6], ARGV[7], inc), tonumber(ARGV[8]),
+                              tonumber(ARGV[9]))
+    for _, item in ipairs(chain) do
+      reply[#reply + 1] = item
+    end
+  end
+  return reply
 end)

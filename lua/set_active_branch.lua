@@ -1,14 +1,15 @@
 -- set_active_branch.lua: make an existing branch the chat's one active branch.
 -- KEYS[1] chat      chat hash
--- KEYS[2] depth     message id -> chain length
--- KEYS[3] branch    branch name -> branch record
--- ARGV[1] name      the branch
--- Reply: {name, branch record JSON, active branch, chain length}
--- Errors: NOT_FOUND (chat, branch).
+-- KEYS[2] branch    branch name -> branch record
+-- ARGV[1] user      the caller, "" for anyone
+-- ARGV[2] inc       the incarnation the caller knows, "" for any
+-- ARGV[3] name      the branch
+-- Reply: {name, branch record, active branch, incarnation}
+-- Errors: NOT_FOUND (chat, branch), FORBIDDEN, REPLACED.
 
 return run(function()
-  require_chat(KEYS[1])
-  local record, raw = read_branch(KEYS[3], ARGV[1])
-  redis.call('HSET', KEYS[1], 'active_branch', ARGV[1])
-  return {ARGV[1], raw, ARGV[1], depth_of(KEYS[2], record.head)}
+  local _, inc = open_chat(KEYS[1], ARGV[1], ARGV[2])
+  local _, raw = read_branch(KEYS[2], ARGV[3])
+  redis.call('HSET', KEYS[1], 'active_branch', ARGV[3])
+  return {ARGV[3], raw, ARGV[3], inc}
 end)

@@ -1,18 +1,21 @@
 -- upsert_checkpoint.lua: name a message; an existing checkpoint of that name moves.
 -- KEYS[1] chat         chat hash
--- KEYS[2] parent       message id -> parent id (existence of the message)
--- KEYS[3] checkpoint   checkpoint name -> checkpoint record
--- ARGV[1] name         the checkpoint name
--- ARGV[2] message_id   the message it names
--- ARGV[3] now          epoch milliseconds
--- Reply: checkpoint record JSON
--- Errors: NOT_FOUND (chat, message).
+-- KEYS[2] log          message records (its length bounds positions)
+-- KEYS[3] alias        chosen message id -> position
+-- KEYS[4] checkpoint   checkpoint name -> checkpoint record
+-- ARGV[1] user         the caller, "" for anyone
+-- ARGV[2] inc          the incarnation the caller knows, "" for any
+-- ARGV[3] name         the checkpoint name
+-- ARGV[4] message_id   the message it names
+-- ARGV[5] now          epoch milliseconds
+-- Reply: checkpoint record
+-- Errors: NOT_FOUND (chat, message), FORBIDDEN, REPLACED.
 
 return run(function()
-  require_chat(KEYS[1])
-  require_message(KEYS[2], ARGV[2])
+  local _, inc = open_chat(KEYS[1], ARGV[1], ARGV[2])
+  local pos = require_position(KEYS[3], inc, redis.call('LLEN', KEYS[2]), ARGV[4])
   local seq = redis.call('HINCRBY', KEYS[1], 'checkpoint_seq', 1)
-  local raw = cjson.encode({message_id = ARGV[2], created_at = tonumber(ARGV[3]), seq = seq})
-  redis.call('HSET', KEYS[3], ARGV[1], raw)
+  local raw = pos .. '\t' .. ARGV[4] .. '\t' .. ARGV[5] .. '\t' .. seq
+  redis.call('HSET', KEYS[4], ARGV[3], raw)
   return raw
 end)

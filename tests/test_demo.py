@@ -21,7 +21,7 @@ def test_demo_shows_save_btw_rewind_restore_edit_and_the_tree() -> None:
     tree = text.split("The chat as a tree")[1]
     assert "(checkpoints: after-plan)" in tree
     assert "[main-v3-v2-v2*]" in tree  # the edit's branch is active
-    assert re.search(r"├── \w{8} user: Where should we eat\?", tree)
+    assert re.search(r"├── \S{8} user: Where should we eat\?", tree)
     assert tree.count("user: Plan a weekend in") == 2  # the original and the edited root
 
 

@@ -156,6 +156,11 @@ def is_memory_client(client: Any) -> bool:
     return type(client).__module__.startswith("fakeredis")
 
 
+def is_cluster_client(client: Any) -> bool:
+    """A redis-py Cluster client, sync or async (without importing the async one for sync users)."""
+    return type(client).__name__ == "RedisCluster" and type(client).__module__.startswith("redis.")
+
+
 def routing_key(command: tuple[Any, ...]) -> Any:
     """The first key of a wire command (None for keyless commands)."""
     name = str(command[0]).upper()

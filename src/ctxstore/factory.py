@@ -5,15 +5,23 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from ctxstore.connection import adopt_client, is_memory_client, make_client, parse_url
+from ctxstore.connection import (
+    adopt_client,
+    is_cluster_client,
+    is_memory_client,
+    make_client,
+    parse_url,
+)
 from ctxstore.core.keys import Keyspace
 from ctxstore.core.state import (
     Limits,
     StoreState,
     server_checked,
+    shared_chain_cache,
     shared_owner_cache,
     wall_clock_ms,
 )
+from ctxstore.errors import ConfigurationError
 
 
 def store_parts(
@@ -25,13 +33,18 @@ def store_parts(
     limits: Limits | None,
     clock: Callable[[], int] | None,
     options: dict[str, Any],
+    cache_bytes: int | None = None,
 ) -> tuple[Any, StoreState, bool]:
     """(client, state, whether the store owns the client) for a URL or an existing client.
 
     The keyspace is validated before any client is made, so a bad namespace fails fast. Stores
-    made from the same URL share what they learn (chat owners, the eviction check) within the
-    process; stores around a client passed in keep theirs private.
+    made from the same URL share what they learn (chat owners, chains read, the eviction check)
+    within the process; stores around a client passed in keep theirs private.
     """
+    if cache_bytes is not None and (
+        isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0
+    ):
+        raise ConfigurationError(f"cache_bytes must be a non-negative integer, got {cache_bytes!r}")
     keyspace = Keyspace(prefix=prefix, namespace=namespace)
     if url is None or isinstance(url, str):
         target = parse_url(url)
@@ -50,5 +63,7 @@ def store_parts(
         owners=shared_owner_cache(server, keyspace.base),
         check_server=not is_memory_client(client) and not server_checked(server),
         server=server,
+        cache=shared_chain_cache(server, keyspace.base, cache_bytes),
+        cluster=is_cluster_client(client),
     )
     return client, state, owns

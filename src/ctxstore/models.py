@@ -36,6 +36,9 @@ class ChatMeta(_Frozen):
     created_at: int
     updated_at: int
     active_branch: str = "main"
+    #: Set when the chat is created: a chat deleted and re-created under the same id gets a new
+    #: one, so caches and engines that knew the old chat never mistake the new one for it.
+    incarnation: str = ""
 
 
 class ChatInfo(ChatMeta):
@@ -63,20 +66,22 @@ class CheckpointInfo(_Frozen):
     created_at: int
 
 
-class AppendResult(_Frozen):
+@dataclass(frozen=True)
+class AppendResult:
     """Where an append landed.
 
     ``branch`` is where the last message went: the requested branch, a conflict fork
     (``conflict_fork`` names it), or an edit fork (listed in ``created_branches``).
+    A frozen dataclass rather than a model: it is built on every save, the hottest path.
     """
 
     branch: str
     head_message_id: str
     message_ids: tuple[str, ...]
+    updated_at: int
     rebased: bool = False
     conflict_fork: str | None = None
     created_branches: tuple[str, ...] = ()
-    updated_at: int
 
 
 class GraphNode(_Frozen):

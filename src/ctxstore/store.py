@@ -58,6 +58,12 @@ class Store:
         """Key names, limits and clock (for code that composes its own operations)."""
         return self._state
 
+    def clear_cache(self) -> None:
+        """Forget the chains this process read through stores of this URL (the next read of each
+        chat reads its whole chain). Messages are immutable, so this is never needed for
+        correctness; it frees memory, and benchmarks use it to measure a cold read."""
+        self._state.cache.clear()
+
     def close(self) -> None:
         """Close the client if this store created it."""
         if self._owns_client:
@@ -266,12 +272,15 @@ def connect(
     prefix: str = "ctx",
     limits: Limits | None = None,
     clock: Callable[[], int] | None = None,
+    cache_bytes: int | None = None,
     **options: Any,
 ) -> Store:
     """A sync store for ``url`` (see :mod:`ctxstore.connection`) or an existing redis-py client.
 
     ``namespace`` fences a tenant (keys ``<prefix>:<namespace>:...``); ``limits`` sets the safety
     bounds (message size, chain depth, ...); ``clock`` returns epoch milliseconds (tests);
+    ``cache_bytes`` bounds the process cache of chains read (default 32 MiB, 0 turns it off;
+    stores of one URL share one cache, the first store's bound holds until another sets one);
     other keyword arguments go to the redis-py client.
     """
     client, state, owns = store_parts(
@@ -282,6 +291,7 @@ def connect(
         limits=limits,
         clock=clock,
         options=options,
+        cache_bytes=cache_bytes,
     )
     return Store(client, state, owns_client=owns)
 

@@ -102,7 +102,7 @@ def test_stale_index_entries_are_skipped_and_repaired(store: Any, backend: str) 
     make_chats(store, 5)
     client = raw_client(backend)
     keyspace = store.state.keyspace
-    for key in keyspace.chat("c02").select(("chat", "msg", "parent", "depth", "branch")):
+    for key in keyspace.chat("c02").select(("chat", "log", "alias", "runs", "branch")):
         client.delete(key)  # a chat deleted without its index entries
     client.zadd(keyspace.user_index("alice"), {"c03": 1})  # a lagging score
     first = store.list_chats(user_id="alice", limit=2)

@@ -205,10 +205,8 @@ def test_get_chain_depth_bound(store: Any, chat: str) -> None:
         store.get_chain(chat, result.head_message_id, max_depth=0)
 
 
-def chain_with_parent_overwritten(
-    store: Any, chat: str, backend: str, message_id: str, parent: str
-) -> str:
-    """A chain m1 <- m2 whose stored parent of ``message_id`` is then set to ``parent``."""
+def two_messages_then(store: Any, chat: str, backend: str, corrupt: Any) -> str:
+    """A chain m1 <- m2, then ``corrupt(client, keys)`` on the raw keys; returns the head."""
     from tests.support.keyspace import raw_client
 
     result = store.append(
@@ -218,20 +216,28 @@ def chain_with_parent_overwritten(
         expected_head=None,
     )
     client = raw_client(backend)
-    client.hset(store.state.keyspace.chat(chat).key("parent"), message_id, parent)
+    corrupt(client, store.state.keyspace.chat(chat))
     client.close()
     return str(result.head_message_id)
 
 
-def test_a_corrupted_cycle_is_a_clear_error_not_a_hang(store: Any, chat: str, backend: str) -> None:
-    head = chain_with_parent_overwritten(store, chat, backend, "m1", "m2")  # m1 -> m2 -> m1
-    with pytest.raises(ctxstore.CorruptionError, match="cycle"):
+def test_a_run_pointing_forward_is_a_clear_error_not_a_hang(
+    store: Any, chat: str, backend: str
+) -> None:
+    def loop(client: Any, keys: Any) -> None:  # the run of m2 claims m2 as its own parent
+        client.zadd(keys.key("runs"), {"1:1:2": 1})
+
+    head = two_messages_then(store, chat, backend, loop)
+    with pytest.raises(ctxstore.CorruptionError, match="parent is not older"):
         store.get_chain(chat, head)
 
 
-def test_a_dangling_parent_is_a_corruption_error(store: Any, chat: str, backend: str) -> None:
-    head = chain_with_parent_overwritten(store, chat, backend, "m2", "vanished")
-    with pytest.raises(ctxstore.CorruptionError, match="missing message"):
+def test_a_dangling_position_is_a_corruption_error(store: Any, chat: str, backend: str) -> None:
+    def dangle(client: Any, keys: Any) -> None:  # m2 said to live past the end of the log
+        client.hset(keys.key("alias"), "m2", 7)
+
+    head = two_messages_then(store, chat, backend, dangle)
+    with pytest.raises(ctxstore.CorruptionError, match="past the log"):
         store.get_chain(chat, head)
 
 
@@ -254,7 +260,7 @@ def test_the_collector_comes_back_after_a_failed_decode(
 
     result = store.append(chat, "main", [user(str(i)) for i in range(300)], expected_head=None)
     client = raw_client(backend)
-    client.hset(store.state.keyspace.chat(chat).key("msg"), result.message_ids[200], b"\xc1")
+    client.lset(store.state.keyspace.chat(chat).key("log"), 200, b"\xc1")
     client.close()
     with pytest.raises(ctxstore.CorruptionError):
         store.get_chain(chat, result.head_message_id)
@@ -276,43 +282,68 @@ def test_load_branch_reads_the_active_branch_and_its_chain(store: Any, chat: str
         store.load_branch(chat, "ghost")
 
 
-def test_a_replayed_append_is_answered_like_the_first_time(backend: str, namespace: str) -> None:
+def send_twice(store: Any, operation: Any) -> tuple[Any, Any]:
+    """The first call of ``operation`` sent twice, as redis-py resends a command whose reply
+    was lost: the same bytes, request id included. Returns both parsed results."""
+    step = next(operation)
+    return store.run(_replay(step))[0], store.run(_replay(step))[0]
+
+
+def test_a_resent_append_is_answered_like_the_first_time(backend: str, namespace: str) -> None:
     """A client that resends an append after losing its reply must not get an error, nor a copy."""
-    store = ctxstore.connect(backend, namespace=namespace, clock=lambda: 1_700_000_000_000)
+    store = ctxstore.connect(backend, namespace=namespace)
     store.upsert_chat("c1", "alice")
-    batch = [NewMessage(user("a"), id="m1"), NewMessage(bot("b"), id="m2")]
-    first = store.append("c1", "main", batch, expected_head=None)
-    again = store.append("c1", "main", batch, expected_head=None)
+    batch = [NewMessage(user("a"), id="m1"), bot("b")]
+    first, again = send_twice(
+        store, messages_core.append(store.state, "c1", "main", batch, expected_head=None)
+    )
     assert (again.branch, again.head_message_id, again.message_ids) == (
         first.branch,
         first.head_message_id,
         first.message_ids,
     )
+    assert first.message_ids[0] == "m1"
     assert store.get_branch("c1", "main").message_count == 2
     assert store.list_chats()[0].message_count == 2
-    different = [NewMessage(user("other"), id="m1")]
-    with pytest.raises(ctxstore.MessageExistsError):
-        store.append("c1", "main", different, expected_head="m2")
+    with pytest.raises(ctxstore.MessageExistsError):  # a new call with the same id is no resend
+        store.append(
+            "c1", "main", [NewMessage(user("other"), id="m1")], expected_head=again.head_message_id
+        )
     store.close()
 
 
-def test_a_replayed_edit_is_answered_like_the_first_time(backend: str, namespace: str) -> None:
-    store = ctxstore.connect(backend, namespace=namespace, clock=lambda: 1_700_000_000_000)
+def test_a_resent_append_after_another_writer_is_still_recognized(
+    backend: str, namespace: str
+) -> None:
+    store = ctxstore.connect(backend, namespace=namespace)
+    store.upsert_chat("c1", "alice")
+    operation = messages_core.append(
+        store.state, "c1", "main", [user("mine")], expected_head=None, on_conflict="rebase"
+    )
+    step = next(operation)
+    first = store.run(_replay(step))[0]
+    store.append("c1", "main", [user("theirs")], expected_head=first.head_message_id)
+    again = store.run(_replay(step))[0]
+    assert again.message_ids == first.message_ids
+    assert contents(store.load_branch("c1").messages) == ["mine", "theirs"]
+    store.close()
+
+
+def test_a_resent_edit_is_answered_like_the_first_time(backend: str, namespace: str) -> None:
+    store = ctxstore.connect(backend, namespace=namespace)
     store.upsert_chat("c1", "alice")
     store.append("c1", "main", [NewMessage(user("a"), id="m1")], expected_head=None)
-    op = messages_core.append(  # one call, sent twice with the same spare ids
-        store.state,
-        "c1",
-        "main",
-        [NewMessage(user("a, edited"), id="m1")],
-        expected_head="m1",
-        on_existing="fork",
+    first, second = send_twice(
+        store,
+        messages_core.append(
+            store.state,
+            "c1",
+            "main",
+            [NewMessage(user("a, edited"), id="m1")],
+            expected_head="m1",
+            on_existing="fork",
+        ),
     )
-    calls = []
-    step = next(op)
-    calls.append(step)
-    first, _owner = store.run(_replay(calls[0]))
-    second, _owner = store.run(_replay(calls[0]))
     assert (second.branch, second.head_message_id, second.message_ids) == (
         first.branch,
         first.head_message_id,

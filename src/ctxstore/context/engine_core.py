@@ -16,13 +16,14 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, get_args
+from typing import Any, TypedDict, get_args
 
 from ctxstore.context.fragment import Fragment, copy_fragment, walk
 from ctxstore.context.messages import LAST_ASSISTANT_METADATA, message_payload
 from ctxstore.context.renderers import Renderer, XmlRenderer
 from ctxstore.core import branches, chats, checkpoints, opening
 from ctxstore.core import messages as message_ops
+from ctxstore.core.cache import CachedChain
 from ctxstore.core.chats import metadata_args
 from ctxstore.core.ids import check_key_id, check_name
 from ctxstore.core.protocol import Operation
@@ -34,7 +35,6 @@ from ctxstore.models import (
     CheckpointInfo,
     ConflictPolicy,
     NewMessage,
-    OpenedChat,
     StoredMessage,
 )
 
@@ -56,6 +56,16 @@ class ResolveResult:
         if not self.system_prompt:
             return list(self.messages)
         return [{"role": "system", "content": self.system_prompt}, *self.messages]
+
+
+_EMPTY_CHAIN = CachedChain("", -1, [], [], 0)
+
+
+class Scope(TypedDict):
+    """The identity every call of an opened engine carries."""
+
+    user_id: str
+    incarnation: str | None
 
 
 class EngineCore:
@@ -120,9 +130,10 @@ class EngineCore:
         """The system prompt from the (materialized) context fragments."""
         return (renderer or XmlRenderer()).render(self._context)
 
-    def resolved(self, chain: list[StoredMessage], renderer: Renderer | None) -> ResolveResult:
-        messages = [item["message"] for item in chain]
-        messages += [message_payload(item) for item in self.pending]
+    def resolved(self, chain: CachedChain, renderer: Renderer | None) -> ResolveResult:
+        """The prompt and the messages: the chain's payloads (shared with the process cache,
+        not copied: treat them as read-only), then copies of the pending messages."""
+        messages = chain.payloads + [message_payload(item) for item in self.pending]
         return ResolveResult(self.render(renderer), messages)
 
     # --- opening -------------------------------------------------------------------------------
@@ -131,17 +142,27 @@ class EngineCore:
     def opened(self) -> bool:
         return self.chat is not None
 
-    def open_op(self, *, load: bool) -> Operation[list[StoredMessage]]:
+    def open_op(self, *, load: bool) -> Operation[CachedChain]:
         """Upsert the chat as its owner, merge the constructor metadata once, load the branch."""
-        opened: OpenedChat = yield from opening.open_chat(
+        opened, chain = yield from opening.open_chat_op(
             self._state, self.chat_id, self.user_id, self._initial_metadata, load=load
         )
         self._initial_metadata = None
         self.chat = opened.chat
         self._follow(opened.branch)
-        if load:
-            self._learn_last_assistant(opened.messages)
-        return opened.messages
+        if chain is None:
+            return _EMPTY_CHAIN
+        self._learn_last_assistant(chain.messages)
+        return chain
+
+    @property
+    def _scope(self) -> Scope:
+        """What every call of an opened engine carries: its user and the chat's incarnation, so
+        another owner's chat, or this chat deleted and re-created, is refused in the script."""
+        return {
+            "user_id": self.user_id,
+            "incarnation": self.chat.incarnation if self.chat is not None else None,
+        }
 
     def ensure_open(self) -> Operation[None]:
         if not self.opened:
@@ -163,15 +184,18 @@ class EngineCore:
 
     # --- reading and saving ----------------------------------------------------------------
 
-    def resolve_op(self) -> Operation[list[StoredMessage]]:
-        """The branch's chain as it is in Redis now (another worker may have moved the head)."""
+    def resolve_op(self) -> Operation[CachedChain]:
+        """The branch's chain as it is in Redis now (another worker may have moved the head);
+        what the process cache holds is not read again."""
         if not self.opened:
-            chain: list[StoredMessage] = yield from self.open_op(load=True)
-            return chain
-        loaded = yield from message_ops.load_branch(self._state, self.chat_id, self.branch)
-        self._follow(loaded.branch)
-        self._learn_last_assistant(loaded.messages)
-        return loaded.messages
+            opened: CachedChain = yield from self.open_op(load=True)
+            return opened
+        info, chain = yield from message_ops.read_branch(
+            self._state, self.chat_id, self.branch, **self._scope
+        )
+        self._follow(info)
+        self._learn_last_assistant(chain.messages)
+        return chain
 
     def save_op(self) -> Operation[str | None]:
         """Persist the pending messages in one append; returns the new head.
@@ -194,6 +218,7 @@ class EngineCore:
             expected_head=self.head,
             on_conflict=self.on_conflict,
             on_existing="fork",
+            **self._scope,
         )
         saved_assistants = [
             stored_id
@@ -226,7 +251,12 @@ class EngineCore:
         check_name(message_id, "message_id")
         info: BranchInfo = yield from self._move_to(
             lambda: branches.create_branch(
-                self._state, self.chat_id, message_id, base=self.branch, activate=True
+                self._state,
+                self.chat_id,
+                message_id,
+                base=self.branch,
+                activate=True,
+                **self._scope,
             )
         )
         return info
@@ -235,7 +265,7 @@ class EngineCore:
         """Exactly a rewind to the checkpoint's message, read and branched in one script."""
         info: BranchInfo = yield from self._move_to(
             lambda: branches.branch_from_checkpoint(
-                self._state, self.chat_id, name, base=self.branch, activate=True
+                self._state, self.chat_id, name, base=self.branch, activate=True, **self._scope
             )
         )
         return info
@@ -262,14 +292,19 @@ class EngineCore:
         """A side branch at the current head, not activated; the engine stays where it is."""
         yield from self.ensure_open()
         info: BranchInfo = yield from branches.create_branch(
-            self._state, self.chat_id, self._saved_head("btw"), base=self.branch, activate=False
+            self._state,
+            self.chat_id,
+            self._saved_head("btw"),
+            base=self.branch,
+            activate=False,
+            **self._scope,
         )
         return info
 
     def switch_branch_op(self, name: str) -> Operation[BranchInfo]:
         """Activate ``name`` and work on it; pending messages are dropped."""
         info: BranchInfo = yield from self._move_to(
-            lambda: branches.set_active_branch(self._state, self.chat_id, name)
+            lambda: branches.set_active_branch(self._state, self.chat_id, name, **self._scope)
         )
         return info
 
@@ -277,7 +312,7 @@ class EngineCore:
         """Name the current head; an existing checkpoint of that name moves here."""
         yield from self.ensure_open()
         info: CheckpointInfo = yield from checkpoints.upsert_checkpoint(
-            self._state, self.chat_id, name, self._saved_head("checkpoint")
+            self._state, self.chat_id, name, self._saved_head("checkpoint"), **self._scope
         )
         return info
 
@@ -288,14 +323,16 @@ class EngineCore:
     ) -> Operation[ChatMeta]:
         yield from self.ensure_open()
         self.chat = yield from chats.update_chat(
-            self._state, self.chat_id, title=title, metadata=metadata
+            self._state, self.chat_id, title=title, metadata=metadata, **self._scope
         )
         return self.chat
 
     def track_usage_op(self, usage: Mapping[str, Any] | object) -> Operation[dict[str, int]]:
         """Add token usage (a dict, or a litellm / OpenAI usage object) to the chat's totals."""
         yield from self.ensure_open()
-        totals: dict[str, int] = yield from chats.add_usage(self._state, self.chat_id, usage)
+        totals: dict[str, int] = yield from chats.add_usage(
+            self._state, self.chat_id, usage, **self._scope
+        )
         if self.chat is not None:
             metadata = {**self.chat.metadata, "usage": totals}
             self.chat = self.chat.model_copy(update={"metadata": metadata})

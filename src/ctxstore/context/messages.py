@@ -13,7 +13,6 @@ the context.
 from __future__ import annotations
 
 import copy
-import uuid
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeGuard
 
@@ -39,7 +38,7 @@ LAST_ASSISTANT_METADATA: dict[str, Any] = {"replace": "last_assistant"}
 
 
 def user(content: Content, *, id: str | None = None) -> Fragment:
-    """A user message; ``id`` defaults to a fresh uuid4 hex."""
+    """A user message; without ``id`` the store gives it one when it is saved."""
     return _message_fragment({"role": "user", "content": _content("user", content)}, id)
 
 
@@ -70,8 +69,8 @@ def message(msg: Mapping[str, Any] | object) -> Fragment:
     """A message fragment of any role from a chat-message dict or a pydantic message object.
 
     Objects with ``model_dump()`` (litellm's ``Message``, any pydantic model) are dumped with
-    ``exclude_none=True``. A top-level ``"id"`` becomes the fragment id and leaves the stored
-    dict; without one a fresh id is generated.
+    ``exclude_none=True``. A top-level ``"id"`` becomes the fragment id (the id the message is
+    stored under) and leaves the stored dict; without one the store generates the id.
     """
     payload, payload_id = _payload(_as_mapping(msg), default_role=None)
     return _message_fragment(payload, payload_id)
@@ -103,8 +102,8 @@ def is_message_fragment(value: object) -> TypeGuard[Fragment]:
 
 
 def _message_fragment(payload: dict[str, Any], id: str | None) -> Fragment:
-    if id is None:
-        id = uuid.uuid4().hex
+    """A message fragment; ``id`` None lets the store generate the id when it is saved (a
+    generated id costs no index entry, a chosen one does)."""
     return Fragment(payload["role"], payload, id=id, kind="message")
 
 

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxstore.core.chats import chat_context, keys_for
+from ctxstore.core.chats import chat_context, keys_for, scope_args
 from ctxstore.core.ids import check_name
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Call, Operation, script_call
-from ctxstore.core.records import branch_info, text
+from ctxstore.core.records import branch_info, pairs, text
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
 from ctxstore.models import BranchInfo
@@ -19,10 +19,8 @@ def _one_branch(chat: ChatKeys) -> Any:
     """Parser for the ``{name, record, active, length}`` reply several scripts share."""
 
     def parse(reply: Sequence[Any]) -> BranchInfo:
-        name, raw, active, length = reply
-        info, _seq = branch_info(
-            text(name), raw, active=text(active), length=int(length), key=chat.key("branch")
-        )
+        name, raw, active, _inc = reply
+        info, _seq = branch_info(text(name), raw, active=text(active), key=chat.key("branch"))
         return info
 
     return parse
@@ -36,6 +34,8 @@ def create_branch(
     base: str = "main",
     name: str | None = None,
     activate: bool = True,
+    user_id: str | None = None,
+    incarnation: str | None = None,
 ) -> Operation[BranchInfo]:
     """A branch starting at ``at_message`` (empty for None).
 
@@ -47,7 +47,14 @@ def create_branch(
     if at_message is not None:
         check_name(at_message, "at_message")
     info: BranchInfo = yield _create_call(
-        state, chat, at_message or "", "message", base=base, name=name, activate=activate
+        state,
+        chat,
+        at_message or "",
+        "message",
+        base=base,
+        name=name,
+        activate=activate,
+        scope=scope_args(user_id, incarnation),
     )
     return info
 
@@ -60,12 +67,21 @@ def branch_from_checkpoint(
     base: str = "main",
     name: str | None = None,
     activate: bool = True,
+    user_id: str | None = None,
+    incarnation: str | None = None,
 ) -> Operation[BranchInfo]:
     """A branch starting at a checkpoint's message: restoring it, in one script."""
     chat = state.keyspace.chat(chat_id)
     check_name(checkpoint, "checkpoint name")
     info: BranchInfo = yield _create_call(
-        state, chat, checkpoint, "checkpoint", base=base, name=name, activate=activate
+        state,
+        chat,
+        checkpoint,
+        "checkpoint",
+        base=base,
+        name=name,
+        activate=activate,
+        scope=scope_args(user_id, incarnation),
     )
     return info
 
@@ -79,6 +95,7 @@ def _create_call(
     base: str,
     name: str | None,
     activate: bool,
+    scope: tuple[str, str],
 ) -> Call[BranchInfo]:
     check_name(base, "base")
     if name is not None:
@@ -87,13 +104,20 @@ def _create_call(
     return script_call(
         script,
         keys_for(script, chat),
-        (at, base, name or "", "1" if activate else "0", state.clock(), at_kind),
+        (*scope, at, base, name or "", "1" if activate else "0", state.clock(), at_kind),
         parse=_one_branch(chat),
         context=chat_context(chat.chat_id),
     )
 
 
-def get_branch(state: StoreState, chat_id: str, name: str | None = None) -> Operation[BranchInfo]:
+def get_branch(
+    state: StoreState,
+    chat_id: str,
+    name: str | None = None,
+    *,
+    user_id: str | None = None,
+    incarnation: str | None = None,
+) -> Operation[BranchInfo]:
     """One branch; the active one for ``name=None``."""
     chat = state.keyspace.chat(chat_id)
     if name is not None:
@@ -102,14 +126,20 @@ def get_branch(state: StoreState, chat_id: str, name: str | None = None) -> Oper
     info: BranchInfo = yield script_call(
         script,
         keys_for(script, chat),
-        (name or "",),
+        (*scope_args(user_id, incarnation), name or ""),
         parse=_one_branch(chat),
         context=chat_context(chat_id),
     )
     return info
 
 
-def list_branches(state: StoreState, chat_id: str) -> Operation[list[BranchInfo]]:
+def list_branches(
+    state: StoreState,
+    chat_id: str,
+    *,
+    user_id: str | None = None,
+    incarnation: str | None = None,
+) -> Operation[list[BranchInfo]]:
     """Every branch in creation order, each with the length of its chain."""
     chat = state.keyspace.chat(chat_id)
     script = load_script("list_branches")
@@ -117,25 +147,30 @@ def list_branches(state: StoreState, chat_id: str) -> Operation[list[BranchInfo]
     def parse(reply: Sequence[Any]) -> list[BranchInfo]:
         active, flat = text(reply[0]), reply[1]
         ordered = [
-            branch_info(
-                text(flat[i]),
-                flat[i + 1],
-                active=active,
-                length=int(flat[i + 2]),
-                key=chat.key("branch"),
-            )
-            for i in range(0, len(flat), 3)
+            branch_info(text(name), raw, active=active, key=chat.key("branch"))
+            for name, raw in pairs(flat).items()
         ]
         ordered.sort(key=lambda pair: pair[1])
         return [info for info, _seq in ordered]
 
     branches: list[BranchInfo] = yield script_call(
-        script, keys_for(script, chat), (), parse=parse, context=chat_context(chat_id)
+        script,
+        keys_for(script, chat),
+        scope_args(user_id, incarnation),
+        parse=parse,
+        context=chat_context(chat_id),
     )
     return branches
 
 
-def set_active_branch(state: StoreState, chat_id: str, name: str) -> Operation[BranchInfo]:
+def set_active_branch(
+    state: StoreState,
+    chat_id: str,
+    name: str,
+    *,
+    user_id: str | None = None,
+    incarnation: str | None = None,
+) -> Operation[BranchInfo]:
     """Make ``name`` the chat's one active branch."""
     chat = state.keyspace.chat(chat_id)
     check_name(name, "branch")
@@ -143,7 +178,7 @@ def set_active_branch(state: StoreState, chat_id: str, name: str) -> Operation[B
     info: BranchInfo = yield script_call(
         script,
         keys_for(script, chat),
-        (name,),
+        (*scope_args(user_id, incarnation), name),
         parse=_one_branch(chat),
         context=chat_context(chat_id),
     )

@@ -27,8 +27,8 @@ def chat_context(chat_id: str) -> dict[str, Any]:
 
 
 def keys_for(script: LuaScript, chat: ChatKeys) -> tuple[str, ...]:
-    """The chat keys a script declares in its header, in its order."""
-    return chat.select(script.key_names)
+    """The chat keys a script declares in its header, in its order (optional ones left out)."""
+    return chat.select(script.key_names[: script.required_keys])
 
 
 def metadata_args(metadata: Mapping[str, Any] | None, state: StoreState) -> list[Arg]:
@@ -51,13 +51,19 @@ def metadata_args(metadata: Mapping[str, Any] | None, state: StoreState) -> list
     return args
 
 
-def get_chat(state: StoreState, chat_id: str) -> Operation[ChatMeta]:
+def get_chat(
+    state: StoreState,
+    chat_id: str,
+    *,
+    user_id: str | None = None,
+    incarnation: str | None = None,
+) -> Operation[ChatMeta]:
     chat = state.keyspace.chat(chat_id)
     script = load_script("get_chat")
     meta: ChatMeta = yield script_call(
         script,
         keys_for(script, chat),
-        (),
+        scope_args(user_id, incarnation),
         parse=lambda reply: chat_meta(chat_id, chat.key("chat"), reply),
         context=chat_context(chat_id),
     )
@@ -71,6 +77,8 @@ def update_chat(
     *,
     title: str | None = None,
     metadata: Mapping[str, Any] | None = None,
+    user_id: str | None = None,
+    incarnation: str | None = None,
 ) -> Operation[ChatMeta]:
     """Replace the title when given, shallow-merge metadata, bump ``updated_at``."""
     chat = state.keyspace.chat(chat_id)
@@ -82,7 +90,13 @@ def update_chat(
     call = script_call(
         script,
         keys_for(script, chat),
-        (now, "0" if title is None else "1", title or "", *meta_args),
+        (
+            *scope_args(user_id, incarnation),
+            now,
+            "0" if title is None else "1",
+            title or "",
+            *meta_args,
+        ),
         parse=lambda reply: chat_meta(chat_id, chat.key("chat"), reply),
         context=chat_context(chat_id),
     )
@@ -122,9 +136,22 @@ def with_touch(
     result: T = yield call
     owner = owner_of(result)
     state.owners.remember(chat_id, owner)
-    touched = yield indexes.touch_calls(state, chat_id, owner, updated_at_of(result), "GT")
-    log_index_failures(touched)
+    yield from touch_indexes(state, chat_id, owner, updated_at_of(result))
     return result
+
+
+def touch_indexes(state: StoreState, chat_id: str, owner: str, updated_at: int) -> Operation[None]:
+    """Move the chat to ``updated_at`` in its owner's and the namespace's index (its own step)."""
+    touched = yield indexes.touch_calls(state, chat_id, owner, updated_at, "GT")
+    log_index_failures(touched)
+
+
+def scope_args(user_id: str | None, incarnation: str | None) -> tuple[str, str]:
+    """ARGV[1..2] of every chat script: the caller (refuses another owner's chat) and the
+    incarnation the caller knows (refuses a chat deleted or re-created since), "" for either."""
+    if user_id is not None:
+        check_key_id(user_id, "user_id")
+    return user_id or "", incarnation or ""
 
 
 def _first(outcomes: list[Any]) -> Any:
@@ -142,12 +169,17 @@ def log_index_failures(outcomes: list[Any]) -> None:
 
 
 def add_usage(
-    state: StoreState, chat_id: str, usage: Mapping[str, Any] | object
+    state: StoreState,
+    chat_id: str,
+    usage: Mapping[str, Any] | object,
+    *,
+    user_id: str | None = None,
+    incarnation: str | None = None,
 ) -> Operation[dict[str, int]]:
     """Add token counts (any provider's spelling) to the chat's counters; returns the totals."""
     chat = state.keyspace.chat(chat_id)
     counters = normalize_usage(usage)
-    args: list[Arg] = []
+    args: list[Arg] = [*scope_args(user_id, incarnation)]
     for name, value in counters.items():
         args += [USAGE_PREFIX + name, value]
     script = load_script("add_usage")
@@ -178,6 +210,7 @@ def delete_chat(state: StoreState, chat_id: str, *, user_id: str | None = None) 
     )
     if deleted:
         state.owners.forget(chat_id)
+        state.cache.forget(chat_id)
         outcomes = yield indexes.removal_calls(state, chat_id, owner)
         log_index_failures(outcomes)
     return bool(deleted)

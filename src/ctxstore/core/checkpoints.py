@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxstore.core.chats import chat_context, keys_for
+from ctxstore.core.chats import chat_context, keys_for, scope_args
 from ctxstore.core.ids import check_name
 from ctxstore.core.protocol import Operation, script_call
 from ctxstore.core.records import checkpoint_info, text
@@ -15,7 +15,13 @@ from ctxstore.models import CheckpointInfo
 
 
 def upsert_checkpoint(
-    state: StoreState, chat_id: str, name: str, message_id: str
+    state: StoreState,
+    chat_id: str,
+    name: str,
+    message_id: str,
+    *,
+    user_id: str | None = None,
+    incarnation: str | None = None,
 ) -> Operation[CheckpointInfo]:
     """Name ``message_id``; an existing checkpoint of that name moves to it."""
     chat = state.keyspace.chat(chat_id)
@@ -25,28 +31,41 @@ def upsert_checkpoint(
     info: CheckpointInfo = yield script_call(
         script,
         keys_for(script, chat),
-        (name, message_id, state.clock()),
+        (*scope_args(user_id, incarnation), name, message_id, state.clock()),
         parse=lambda raw: checkpoint_info(name, raw, chat.key("checkpoint"))[0],
         context=chat_context(chat_id),
     )
     return info
 
 
-def get_checkpoint(state: StoreState, chat_id: str, name: str) -> Operation[CheckpointInfo]:
+def get_checkpoint(
+    state: StoreState,
+    chat_id: str,
+    name: str,
+    *,
+    user_id: str | None = None,
+    incarnation: str | None = None,
+) -> Operation[CheckpointInfo]:
     chat = state.keyspace.chat(chat_id)
     check_name(name, "checkpoint name")
     script = load_script("get_checkpoint")
     info: CheckpointInfo = yield script_call(
         script,
         keys_for(script, chat),
-        (name,),
+        (*scope_args(user_id, incarnation), name),
         parse=lambda raw: checkpoint_info(name, raw, chat.key("checkpoint"))[0],
         context=chat_context(chat_id),
     )
     return info
 
 
-def list_checkpoints(state: StoreState, chat_id: str) -> Operation[list[CheckpointInfo]]:
+def list_checkpoints(
+    state: StoreState,
+    chat_id: str,
+    *,
+    user_id: str | None = None,
+    incarnation: str | None = None,
+) -> Operation[list[CheckpointInfo]]:
     """Every checkpoint, newest first (most recently placed or moved)."""
     chat = state.keyspace.chat(chat_id)
     script = load_script("list_checkpoints")
@@ -60,12 +79,23 @@ def list_checkpoints(state: StoreState, chat_id: str) -> Operation[list[Checkpoi
         return [info for info, _seq in ordered]
 
     checkpoints: list[CheckpointInfo] = yield script_call(
-        script, keys_for(script, chat), (), parse=parse, context=chat_context(chat_id)
+        script,
+        keys_for(script, chat),
+        scope_args(user_id, incarnation),
+        parse=parse,
+        context=chat_context(chat_id),
     )
     return checkpoints
 
 
-def delete_checkpoint(state: StoreState, chat_id: str, name: str) -> Operation[bool]:
+def delete_checkpoint(
+    state: StoreState,
+    chat_id: str,
+    name: str,
+    *,
+    user_id: str | None = None,
+    incarnation: str | None = None,
+) -> Operation[bool]:
     """Remove a checkpoint; True if it existed. The message it named stays."""
     chat = state.keyspace.chat(chat_id)
     check_name(name, "checkpoint name")
@@ -73,7 +103,7 @@ def delete_checkpoint(state: StoreState, chat_id: str, name: str) -> Operation[b
     deleted: bool = yield script_call(
         script,
         keys_for(script, chat),
-        (name,),
+        (*scope_args(user_id, incarnation), name),
         parse=bool,
         context=chat_context(chat_id),
     )

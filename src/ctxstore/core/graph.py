@@ -5,7 +5,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ctxstore.core.chats import chat_context, keys_for
+from ctxstore.core.chain import (
+    Slice,
+    decode_records,
+    derived_id,
+    flat_ranges,
+    read_rest,
+    record_fields,
+    slices,
+)
+from ctxstore.core.chats import chat_context, keys_for, scope_args
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.preview import preview
 from ctxstore.core.protocol import Operation, script_call
@@ -13,64 +22,88 @@ from ctxstore.core.records import (
     branch_record,
     chat_meta,
     checkpoint_info,
+    gc_paused,
     pairs,
-    stored_message,
-    text,
     to_branch_info,
 )
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
-from ctxstore.models import ChatGraph, GraphNode
+from ctxstore.errors import CorruptionError
+from ctxstore.models import ChatGraph, ChatMeta, GraphNode
 
 
-def get_graph(state: StoreState, chat_id: str) -> Operation[ChatGraph]:
-    """Every message (id, parent, role, preview), every branch and checkpoint, in one script.
+def get_graph(
+    state: StoreState,
+    chat_id: str,
+    *,
+    user_id: str | None = None,
+    incarnation: str | None = None,
+) -> Operation[ChatGraph]:
+    """Every message (id, parent, role, preview), every branch and checkpoint.
 
-    Messages come parents first (by depth), then by creation time; the chat is refused past
-    ``limits.max_graph_messages`` messages so one call cannot pull an unbounded reply.
+    Messages come in write order, which puts parents before children; the chat is refused past
+    ``limits.max_graph_messages`` messages, and the records are read in bounded chunks.
     """
     chat = state.keyspace.chat(chat_id)
     script = load_script("get_graph")
-    graph: ChatGraph = yield script_call(
+    reply = yield script_call(
         script,
         keys_for(script, chat),
-        (state.limits.max_graph_messages,),
-        parse=lambda reply: _parse(chat_id, chat, reply),
+        (
+            *scope_args(user_id, incarnation),
+            state.limits.max_graph_messages,
+            state.limits.read_chunk_messages,
+            state.limits.read_chunk_bytes,
+        ),
+        parse=lambda raw: raw,
         context=chat_context(chat_id),
     )
-    return graph
+    flat_chat, flat_branches, flat_checkpoints, _count, covered, parts, left = reply
+    meta = chat_meta(chat_id, chat.key("chat"), flat_chat)
+    loaded = slices(covered, parts)
+    rest = flat_ranges(left)
+    if rest:
+        older = yield from read_rest(state, chat, meta.incarnation, rest, chat_context(chat_id))
+        loaded = sorted(older + loaded, key=lambda part: part.first)
+    return _graph(chat, meta, loaded, pairs(flat_branches), pairs(flat_checkpoints))
 
 
-def _parse(chat_id: str, chat: ChatKeys, reply: Sequence[Any]) -> ChatGraph:
-    parents, records, depths, branches, checkpoints = (pairs(part) for part in reply[1:])
-    meta = chat_meta(chat_id, chat.key("chat"), reply[0])
+def _graph(
+    chat: ChatKeys,
+    meta: ChatMeta,
+    parts: Sequence[Slice],
+    branches: dict[str, Any],
+    checkpoints: dict[str, Any],
+) -> ChatGraph:
+    key = chat.key("log")
+    ids: list[str] = []
     nodes = []
-    for message_id, raw in records.items():
-        message = stored_message(message_id, None, raw, chat.key("msg"))
-        parent = text(parents.get(message_id, b""))
-        nodes.append(
-            GraphNode(
-                id=message_id,
-                parent_id=parent or None,
-                role=str(message["message"].get("role", "")),
-                preview=preview(message["message"]),
-                created_at=message["created_at"],
+    with gc_paused(True):
+        for position, record in enumerate(decode_records(parts, key)):
+            parent, created_at, payload, chosen = record_fields(record, key, position)
+            if parent >= position:
+                raise CorruptionError(
+                    f"the record at {key} position {position} names a parent not older than it",
+                    key=key,
+                    field=str(position),
+                )
+            message_id = chosen if chosen is not None else derived_id(position, meta.incarnation)
+            ids.append(message_id)
+            nodes.append(
+                GraphNode(
+                    id=message_id,
+                    parent_id=ids[parent] if parent >= 0 else None,
+                    role=str(payload.get("role", "")),
+                    preview=preview(payload),
+                    created_at=created_at,
+                )
             )
-        )
-    # Parents before children (depth), then creation time: a stable order for drawing.
-    nodes.sort(key=lambda node: (int(depths.get(node.id, 0)), node.created_at, node.id))
     branch_records = sorted(
         ((name, branch_record(name, raw, chat.key("branch"))) for name, raw in branches.items()),
         key=lambda pair: pair[1].seq,
     )
     branch_infos = tuple(
-        to_branch_info(
-            name,
-            record,
-            active=meta.active_branch,
-            length=int(depths.get(record.head, 0)) if record.head else 0,
-        )
-        for name, record in branch_records
+        to_branch_info(name, record, active=meta.active_branch) for name, record in branch_records
     )
     checkpoint_infos = sorted(
         (checkpoint_info(name, raw, chat.key("checkpoint")) for name, raw in checkpoints.items()),

@@ -10,8 +10,9 @@ are almost always a bug upstream and they corrupt logs and error replies.
 
 from __future__ import annotations
 
+import base64
+import os
 import re
-import uuid
 
 from ctxstore.errors import InvalidIdError
 
@@ -65,6 +66,12 @@ def check_key_prefix(value: object, what: str, *, allow_colon: bool) -> str:
     return checked
 
 
-def new_message_id() -> str:
-    """A fresh message id: 32 hex characters, unique without coordination between workers."""
-    return uuid.uuid4().hex
+def new_request_id() -> str:
+    """A write's request id: a resent call carries the same one and is recognized by it."""
+    return base64.urlsafe_b64encode(os.urandom(12)).decode("ascii")
+
+
+def new_incarnation() -> str:
+    """A chat's incarnation: 13 lowercase base32 characters (64 random bits), the tail of every
+    generated message id of that chat (``<position>.<incarnation>``)."""
+    return base64.b32encode(os.urandom(8)).decode("ascii").rstrip("=").lower()

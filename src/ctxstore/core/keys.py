@@ -2,21 +2,26 @@
 
 ::
 
-    <base>:{<chat>}:chat        HASH  owner, title, times, active branch, counters,
-                                      m:<metadata key>, u:<usage counter>
-    <base>:{<chat>}:msg         HASH  message id -> msgpack record
-    <base>:{<chat>}:parent      HASH  message id -> parent id ("" for a root)
-    <base>:{<chat>}:depth       HASH  message id -> chain length
-    <base>:{<chat>}:branch      HASH  branch name -> JSON record (head, created_at, seq)
-    <base>:{<chat>}:checkpoint  HASH  checkpoint name -> JSON record (message_id, created_at, seq)
-    <base>:{<chat>}:summary     HASH  message id -> summary record
+    <base>:{<chat>}:chat        HASH  owner, format, incarnation, title, times, active branch,
+                                      counters, m:<metadata key>, u:<usage counter>
+    <base>:{<chat>}:log         LIST  message records in write order (position = index)
+    <base>:{<chat>}:alias       HASH  caller-chosen message id -> position
+    <base>:{<chat>}:runs        ZSET  linear runs of the log: start -> "start:parent:depth"
+    <base>:{<chat>}:branch      HASH  branch name -> "head pos, head id, created_at, seq, length"
+    <base>:{<chat>}:checkpoint  HASH  checkpoint name -> "pos, message id, created_at, seq"
+    <base>:{<chat>}:summary     HASH  reserved for compaction summaries
+    <base>:{<chat>}:req         HASH  request id -> reply summary (resent writes), this minute
+    <base>:{<chat>}:req_old     HASH  the same, the minute before
     <base>:idx:chats            ZSET  chat id -> updated_at (every chat of the namespace)
     <base>:idx:user:{<user>}    ZSET  chat id -> updated_at (the chats of one user)
 
 ``<base>`` is ``<prefix>`` or ``<prefix>:<namespace>``, so a tenant's keys match the ACL pattern
 ``<prefix>:<namespace>:*``. One hash tag per chat puts every key a script touches in one Cluster
-slot; a chat is seven keys whatever its length, so deleting it is one UNLINK and nothing ever
-needs SCAN. The indexes live in their own slots and are maintained next to the scripts.
+slot; a chat is nine keys whatever its length, so deleting it is one UNLINK and nothing ever
+needs SCAN. A message costs one list entry (its record: parent position, time, payload) and,
+only when the caller chose its id, one alias entry: generated ids are ``<position>.<incarnation>``
+and need no index. The indexes live in their own slots; on a single server the append script
+moves them itself, on a Cluster they follow the script.
 """
 
 from __future__ import annotations
@@ -25,7 +30,17 @@ from dataclasses import dataclass
 
 from ctxstore.core.ids import check_key_id, check_key_prefix
 
-CHAT_KEY_NAMES = ("chat", "msg", "parent", "depth", "branch", "checkpoint", "summary")
+CHAT_KEY_NAMES = (
+    "chat",
+    "log",
+    "alias",
+    "runs",
+    "branch",
+    "checkpoint",
+    "summary",
+    "req",
+    "req_old",
+)
 
 
 @dataclass(frozen=True)

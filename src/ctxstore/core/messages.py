@@ -5,17 +5,23 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, get_args
 
-from ctxstore.core.chats import chat_context, keys_for, with_touch
+import msgpack
+
+from ctxstore.core.cache import CachedChain, estimated_size
+from ctxstore.core.chain import ChainReply, Slice, chain_messages, parse_chain_reply, read_rest
+from ctxstore.core.chats import chat_context, keys_for, touch_indexes, with_touch
 from ctxstore.core.codec import encode, plain_dict
-from ctxstore.core.ids import check_name, new_message_id
+from ctxstore.core.ids import check_name, new_request_id
+from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Arg, Operation, script_call
-from ctxstore.core.records import branch_info, chain_messages, message_record, stored_message, text
+from ctxstore.core.records import branch_info, text
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
-from ctxstore.errors import ValidationError
+from ctxstore.errors import CorruptionError, ValidationError
 from ctxstore.models import (
     AppendResult,
     BranchChain,
+    BranchInfo,
     ConflictPolicy,
     ExistingPolicy,
     MessageInput,
@@ -49,10 +55,13 @@ def append_args(
     state: StoreState,
     messages: Iterable[MessageInput],
     *,
-    on_existing: str,
     now: int,
 ) -> list[Arg]:
-    """id, spare id, record triples; every message validated and encoded before anything is sent."""
+    """chosen id ("" to generate one), body pairs; everything validated and encoded first.
+
+    A body is the msgpack of ``created_at`` followed by that of the payload: the script puts the
+    parent position in front and the chosen id (or nil) after, making the record.
+    """
     items = list(messages)
     if not items:
         raise ValidationError("append needs at least one message")
@@ -60,27 +69,23 @@ def append_args(
         raise ValidationError(
             f"append takes at most {state.limits.max_batch} messages at once, got {len(items)}"
         )
+    created = msgpack.packb(now)
+    limit = state.limits.max_message_bytes
     args: list[Arg] = []
     seen: set[str] = set()
     for index, item in enumerate(items):
         where = f"messages[{index}]"
         if isinstance(item, NewMessage):
             payload: object = item.message
-            message_id = new_message_id() if item.id is None else check_name(item.id, f"{where} id")
+            chosen = "" if item.id is None else check_name(item.id, f"{where} id")
         else:
-            payload, message_id = item, new_message_id()
-        if message_id in seen:
-            raise ValidationError(f"{where} repeats message id {message_id!r}")
-        seen.add(message_id)
+            payload, chosen = item, ""
+        if chosen:
+            if chosen in seen:
+                raise ValidationError(f"{where} repeats message id {chosen!r}")
+            seen.add(chosen)
         checked = check_payload(payload, where)
-        packed = encode(
-            message_record(checked, now),
-            what=where,
-            limit=state.limits.max_message_bytes,
-            payload=checked,
-        )
-        spare = new_message_id() if on_existing == "fork" else ""
-        args += [message_id, spare, packed]
+        args += [chosen, created + encode(checked, what=where, limit=limit)]
     return args
 
 
@@ -93,38 +98,73 @@ def append(
     expected_head: str | None,
     on_conflict: ConflictPolicy = "raise",
     on_existing: ExistingPolicy = "raise",
+    user_id: str | None = None,
+    incarnation: str | None = None,
 ) -> Operation[AppendResult]:
-    """Append in order and move the head, in one script; see ``lua/append.lua`` for the policies."""
+    """Append in order and move the head, in one script; see ``lua/append.lua`` for the policies.
+
+    ``user_id`` refuses another owner's chat and ``incarnation`` a chat re-created since the
+    caller knew it (both inside the script). The request id makes a resent call (after a lost
+    reply) answer like the first time instead of writing twice.
+    """
     chat = state.keyspace.chat(chat_id)
     check_name(branch, "branch")
     if expected_head is not None:
         check_name(expected_head, "expected_head")
-    check_policy(on_conflict, get_args(ConflictPolicy), "on_conflict")
-    check_policy(on_existing, get_args(ExistingPolicy), "on_existing")
+    check_policy(on_conflict, _CONFLICT_POLICIES, "on_conflict")
+    check_policy(on_existing, _EXISTING_POLICIES, "on_existing")
     now = state.clock()
-    args = append_args(state, messages, on_existing=on_existing, now=now)
+    args = append_args(state, messages, now=now)
     script = load_script("append")
+    owner = user_id if user_id is not None else state.owners.get(chat_id)
+    keys = chat.select(script.key_names[: script.required_keys])
+    in_script_index = owner is not None and not state.cluster
+    if in_script_index:
+        keys = (*keys, *state.keyspace.indexes_of(owner or ""))
     call = script_call(
         script,
-        keys_for(script, chat),
-        (branch, expected_head or "", on_conflict, on_existing, now, *args),
+        keys,
+        (
+            user_id or "",
+            incarnation or "",
+            branch,
+            expected_head or "",
+            on_conflict,
+            on_existing,
+            now,
+            new_request_id(),
+            chat_id if in_script_index else "",
+            (owner or "") if in_script_index else "",
+            *args,
+        ),
         parse=_parse_append,
         context=chat_context(chat_id),
     )
-    result, _owner = yield from with_touch(
+    if in_script_index:
+        result, stored_owner, indexed = yield call
+        state.owners.remember(chat_id, stored_owner)
+        if not indexed:
+            yield from touch_indexes(state, chat_id, stored_owner, result.updated_at)
+        appended: AppendResult = result
+        return appended
+    parsed = yield from with_touch(
         state,
         chat_id,
         call,
         now,
-        owner_of=lambda parsed: parsed[1],
-        updated_at_of=lambda parsed: parsed[0].updated_at,
+        owner_of=lambda reply: reply[1],
+        updated_at_of=lambda reply: reply[0].updated_at,
     )
-    appended: AppendResult = result
+    appended = parsed[0]
     return appended
 
 
-def _parse_append(reply: Sequence[Any]) -> tuple[AppendResult, str]:
-    target, head, stored, rebased, conflict_fork, created, updated_at, owner = reply
+_CONFLICT_POLICIES = get_args(ConflictPolicy)
+_EXISTING_POLICIES = get_args(ExistingPolicy)
+
+
+def _parse_append(reply: Sequence[Any]) -> tuple[AppendResult, str, bool]:
+    target, head, stored, rebased, conflict_fork, created, updated_at, owner, _inc, indexed = reply
     result = AppendResult(
         branch=text(target),
         head_message_id=text(head),
@@ -134,20 +174,37 @@ def _parse_append(reply: Sequence[Any]) -> tuple[AppendResult, str]:
         created_branches=tuple(text(b) for b in created),
         updated_at=int(updated_at),
     )
-    return result, text(owner)
+    return result, text(owner), bool(indexed)
 
 
-def get_message(state: StoreState, chat_id: str, message_id: str) -> Operation[StoredMessage]:
+def get_message(
+    state: StoreState,
+    chat_id: str,
+    message_id: str,
+    *,
+    user_id: str | None = None,
+    incarnation: str | None = None,
+) -> Operation[StoredMessage]:
     chat = state.keyspace.chat(chat_id)
     check_name(message_id, "message_id")
     script = load_script("get_message")
+    key = chat.key("log")
+
+    def parse(reply: Sequence[Any]) -> StoredMessage:
+        position, record, parent_position, parent_record, inc = reply
+        inc = text(inc)
+        parent_id = None
+        if int(parent_position) >= 0:
+            parent = Slice(int(parent_position), int(parent_position), parent_record)
+            parent_id = chain_messages([parent], inc, key, None)[0][0]["id"]
+        own = Slice(int(position), int(position), record)
+        return chain_messages([own], inc, key, parent_id)[0][0]
+
     message: StoredMessage = yield script_call(
         script,
         keys_for(script, chat),
-        (message_id,),
-        parse=lambda reply: stored_message(
-            message_id, text(reply[1]) or None, reply[0], chat.key("msg")
-        ),
+        (user_id or "", incarnation or "", message_id),
+        parse=parse,
         context=chat_context(chat_id),
     )
     return message
@@ -161,49 +218,151 @@ def max_depth_arg(state: StoreState, max_depth: int | None) -> int:
     return max_depth
 
 
+def known_args(cached: CachedChain | None) -> tuple[int, str]:
+    """What a read tells the script the caller holds: a position and its incarnation."""
+    if cached is None:
+        return -1, ""
+    return cached.head, cached.incarnation
+
+
+def assemble_chain(
+    state: StoreState,
+    chat: ChatKeys,
+    cache_key: str,
+    cached: CachedChain | None,
+    incarnation: str,
+    reply: ChainReply,
+) -> Operation[CachedChain]:
+    """The whole chain of a read reply: the cached prefix it builds on, the chunks still to read,
+    and the records it carried; kept in the cache for the next read."""
+    if reply.base >= 0 and cached is not None and cached.head == reply.base:
+        prefix, prefix_payloads, prefix_size = cached.messages, cached.payloads, cached.size
+    else:
+        prefix, prefix_payloads, prefix_size = [], [], 0
+    parts = reply.parts
+    if reply.left:
+        older = yield from read_rest(
+            state, chat, incarnation, reply.left, chat_context(chat.chat_id)
+        )
+        parts = older + parts
+    key = chat.key("log")
+    added, added_payloads = chain_messages(
+        parts, incarnation, key, prefix[-1]["id"] if prefix else None
+    )
+    messages = prefix + added if prefix else added
+    payloads = prefix_payloads + added_payloads if prefix else added_payloads
+    if len(messages) != reply.length:
+        raise CorruptionError(
+            f"the chain ending at position {reply.head} of {key} should hold {reply.length} "
+            f"messages, its runs give {len(messages)}",
+            key=key,
+            field=str(reply.head),
+        )
+    size = prefix_size + estimated_size(sum(len(part.blob) for part in parts), len(added))
+    chain = CachedChain(incarnation, reply.head, messages, payloads, size)
+    if reply.head >= 0:
+        state.cache.store(chat.chat_id, cache_key, chain)
+    return chain
+
+
+def read_args(
+    state: StoreState, max_depth: int | None, cached: CachedChain | None
+) -> tuple[Arg, ...]:
+    known, known_inc = known_args(cached)
+    return (
+        max_depth_arg(state, max_depth),
+        known,
+        known_inc,
+        state.limits.read_chunk_messages,
+        state.limits.read_chunk_bytes,
+    )
+
+
 def get_chain(
-    state: StoreState, chat_id: str, head: str | None, *, max_depth: int | None = None
+    state: StoreState,
+    chat_id: str,
+    head: str | None,
+    *,
+    max_depth: int | None = None,
+    user_id: str | None = None,
+    incarnation: str | None = None,
 ) -> Operation[list[StoredMessage]]:
-    """The chain ending at ``head``, root first (empty for ``head=None``), in one round trip."""
+    """The chain ending at ``head``, root first (empty for ``head=None``): one round trip, or one
+    per chunk of a very long chain."""
     chat = state.keyspace.chat(chat_id)
     if head is not None:
         check_name(head, "head")
     script = load_script("get_chain")
-    chain: list[StoredMessage] = yield script_call(
+    cache_key = f"head:{head or ''}"
+    cached = state.cache.lookup(chat_id, cache_key)
+    _name, _raw, _active, inc, reply = yield script_call(
         script,
         keys_for(script, chat),
-        ("head", head or "", max_depth_arg(state, max_depth)),
-        parse=lambda reply: chain_messages(chat.key("msg"), reply[3], reply[4]),
+        (
+            user_id or "",
+            incarnation or "",
+            "head",
+            head or "",
+            *read_args(state, max_depth, cached),
+        ),
+        parse=_parse_read,
         context=chat_context(chat_id),
     )
-    return chain
+    chain = yield from assemble_chain(state, chat, cache_key, cached, inc, reply)
+    return list(chain.messages)
 
 
-def load_branch(
-    state: StoreState, chat_id: str, branch: str | None = None, *, max_depth: int | None = None
-) -> Operation[BranchChain]:
-    """A branch (the active one for None) and its whole chain, read in one script."""
+def _parse_read(reply: Sequence[Any]) -> tuple[str, Any, str, str, ChainReply]:
+    name, raw_branch, active, inc, *chain = reply
+    return text(name), raw_branch, text(active), text(inc), parse_chain_reply(chain)
+
+
+def read_branch(
+    state: StoreState,
+    chat_id: str,
+    branch: str | None = None,
+    *,
+    max_depth: int | None = None,
+    user_id: str | None = None,
+    incarnation: str | None = None,
+) -> Operation[tuple[BranchInfo, CachedChain]]:
+    """A branch (the active one for None) and its chain as cached (shared lists: do not change
+    them), read in one script; what the process cache holds is not read again."""
     chat = state.keyspace.chat(chat_id)
     if branch is not None:
         check_name(branch, "branch")
     script = load_script("get_chain")
-
-    def parse(reply: Sequence[Any]) -> BranchChain:
-        name, raw_branch, active, ids, records = reply
-        info, _seq = branch_info(
-            text(name),
-            raw_branch,
-            active=text(active),
-            length=len(ids),
-            key=chat.key("branch"),
-        )
-        return BranchChain(info, chain_messages(chat.key("msg"), ids, records))
-
-    loaded: BranchChain = yield script_call(
+    cache_key = f"branch:{branch or ''}"
+    cached = state.cache.lookup(chat_id, cache_key)
+    name, raw_branch, active, inc, reply = yield script_call(
         script,
         keys_for(script, chat),
-        ("branch", branch or "", max_depth_arg(state, max_depth)),
-        parse=parse,
+        (
+            user_id or "",
+            incarnation or "",
+            "branch",
+            branch or "",
+            *read_args(state, max_depth, cached),
+        ),
+        parse=_parse_read,
         context=chat_context(chat_id),
     )
-    return loaded
+    info, _seq = branch_info(name, raw_branch, active=active, key=chat.key("branch"))
+    chain = yield from assemble_chain(state, chat, cache_key, cached, inc, reply)
+    return info, chain
+
+
+def load_branch(
+    state: StoreState,
+    chat_id: str,
+    branch: str | None = None,
+    *,
+    max_depth: int | None = None,
+    user_id: str | None = None,
+    incarnation: str | None = None,
+) -> Operation[BranchChain]:
+    """A branch (the active one for None) and its whole chain, read in one script."""
+    info, chain = yield from read_branch(
+        state, chat_id, branch, max_depth=max_depth, user_id=user_id, incarnation=incarnation
+    )
+    return BranchChain(info, list(chain.messages))

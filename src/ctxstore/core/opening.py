@@ -5,16 +5,78 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ctxstore.core import indexes
-from ctxstore.core.chats import chat_context, keys_for, log_index_failures, metadata_args
-from ctxstore.core.ids import check_key_id
-from ctxstore.core.keys import ChatKeys
-from ctxstore.core.messages import max_depth_arg
+from ctxstore.core.cache import CachedChain
+from ctxstore.core.chain import parse_chain_reply
+from ctxstore.core.chats import chat_context, keys_for, metadata_args, touch_indexes
+from ctxstore.core.ids import check_key_id, new_incarnation
+from ctxstore.core.messages import assemble_chain, read_args
 from ctxstore.core.protocol import Operation, script_call
-from ctxstore.core.records import branch_info, chain_messages, chat_meta, text
+from ctxstore.core.records import branch_info, chat_meta, text
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
 from ctxstore.models import ChatMeta, OpenedChat
+
+#: What the engine's first read of the active branch is cached under (as a branch read of "").
+ACTIVE_BRANCH_KEY = "branch:"
+
+
+def open_chat_op(
+    state: StoreState,
+    chat_id: str,
+    user_id: str,
+    metadata: Mapping[str, Any] | None = None,
+    *,
+    load: bool = False,
+    max_depth: int | None = None,
+) -> Operation[tuple[OpenedChat, CachedChain | None]]:
+    """Create the chat if missing, else check the owner; merge metadata; read the active branch.
+
+    One script: opening an existing chat is one round trip, with its conversation when
+    ``load``. Creating one (or merging metadata) adds a round trip for the index entries,
+    sent only after the script succeeded, so a refused open writes nothing anywhere. Returns the
+    opened chat and, with ``load``, the chain as cached (shared lists).
+    """
+    chat = state.keyspace.chat(chat_id)
+    check_key_id(user_id, "user_id")
+    meta_args = metadata_args(metadata, state)
+    script = load_script("open_chat")
+    cached = state.cache.lookup(chat_id, ACTIVE_BRANCH_KEY) if load else None
+    created, meta, info, chain_reply = yield script_call(
+        script,
+        keys_for(script, chat),
+        (
+            user_id,
+            state.clock(),
+            new_incarnation(),
+            "1" if load else "0",
+            *read_args(state, max_depth, cached),
+            *meta_args,
+        ),
+        parse=lambda reply: _parse(chat_id, chat.key("chat"), chat.key("branch"), reply),
+        context=chat_context(chat_id),
+    )
+    state.owners.remember(chat_id, meta.user_id)
+    chain = None
+    if chain_reply is not None:
+        chain = yield from assemble_chain(
+            state, chat, ACTIVE_BRANCH_KEY, cached, meta.incarnation, chain_reply
+        )
+    if created or meta_args:
+        yield from touch_indexes(state, chat_id, user_id, meta.updated_at)
+    opened = OpenedChat(
+        chat=meta,
+        created=created,
+        branch=info,
+        messages=list(chain.messages) if chain is not None else [],
+    )
+    return opened, chain
+
+
+def _parse(chat_id: str, chat_key: str, branch_key: str, reply: Sequence[Any]) -> Any:
+    created, flat, active, raw_branch, *chain = reply
+    meta = chat_meta(chat_id, chat_key, flat)
+    info, _seq = branch_info(text(active), raw_branch, active=text(active), key=branch_key)
+    return bool(created), meta, info, parse_chain_reply(chain) if chain else None
 
 
 def open_chat(
@@ -26,42 +88,11 @@ def open_chat(
     load: bool = False,
     max_depth: int | None = None,
 ) -> Operation[OpenedChat]:
-    """Create the chat if missing, else check the owner; merge metadata; read the active branch.
-
-    One script: opening an existing chat is one round trip, with its conversation when
-    ``load``. Creating one (or merging metadata) adds a round trip for the index entries,
-    sent only after the script succeeded, so a refused open writes nothing anywhere.
-    """
-    chat = state.keyspace.chat(chat_id)
-    check_key_id(user_id, "user_id")
-    meta_args = metadata_args(metadata, state)
-    script = load_script("open_chat")
-    opened: OpenedChat = yield script_call(
-        script,
-        keys_for(script, chat),
-        (user_id, state.clock(), "1" if load else "0", max_depth_arg(state, max_depth), *meta_args),
-        parse=lambda reply: _parse(chat_id, chat, reply),
-        context=chat_context(chat_id),
+    """Create the chat if missing, else check the owner; merge metadata; read the active branch."""
+    opened, _chain = yield from open_chat_op(
+        state, chat_id, user_id, metadata, load=load, max_depth=max_depth
     )
-    state.owners.remember(chat_id, opened.chat.user_id)
-    if opened.created or meta_args:
-        outcomes = yield indexes.touch_calls(state, chat_id, user_id, opened.chat.updated_at, "GT")
-        log_index_failures(outcomes)
     return opened
-
-
-def _parse(chat_id: str, chat: ChatKeys, reply: Sequence[Any]) -> OpenedChat:
-    created, flat, active, raw_branch, length, ids, records = reply
-    meta = chat_meta(chat_id, chat.key("chat"), flat)
-    info, _seq = branch_info(
-        text(active), raw_branch, active=text(active), length=int(length), key=chat.key("branch")
-    )
-    return OpenedChat(
-        chat=meta,
-        created=bool(created),
-        branch=info,
-        messages=chain_messages(chat.key("msg"), ids, records),
-    )
 
 
 def upsert_chat(

@@ -63,8 +63,8 @@ def script_call(
     parse: Callable[[Any], T],
     context: Mapping[str, Any] | None = None,
 ) -> Call[T]:
-    """A script call; the key count must match the script's declared KEYS."""
-    if len(keys) != len(script.key_names):
+    """A script call; the keys must be the script's declared KEYS (optional ones all or none)."""
+    if len(keys) not in (script.required_keys, len(script.key_names)):
         raise AssertionError(
             f"{script.name} declares {len(script.key_names)} keys, got {len(keys)}"
         )

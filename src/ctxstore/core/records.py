@@ -3,14 +3,13 @@
 Chat hash layout: plain fields (``user_id``, ``title``, ``created_at``, ``updated_at``,
 ``active_branch``, ``message_count``, ``branch_count``, sequence counters), one ``m:<key>`` field
 per metadata key holding a msgpack value, and one ``u:<counter>`` field per usage counter.
-Branch and checkpoint records are JSON (Lua reads and writes them with cjson); message records
-are msgpack maps ``{"data": <payload>, "created_at": <ms>}``.
+Branch and checkpoint records are tab-separated text (Lua reads and writes them without cjson);
+message records are decoded in :mod:`ctxstore.core.chain`.
 """
 
 from __future__ import annotations
 
 import gc
-import json
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -18,7 +17,7 @@ from typing import Any
 
 from ctxstore.core.codec import decode
 from ctxstore.errors import CorruptionError
-from ctxstore.models import BranchInfo, ChatInfo, ChatMeta, CheckpointInfo, StoredMessage
+from ctxstore.models import BranchInfo, ChatInfo, ChatMeta, CheckpointInfo
 
 METADATA_PREFIX = "m:"
 USAGE_PREFIX = "u:"
@@ -83,125 +82,86 @@ def _chat_fields(chat_id: str, key: str, fields: dict[str, Any]) -> dict[str, An
         "created_at": _int(fields, "created_at", key),
         "updated_at": _int(fields, "updated_at", key),
         "active_branch": text(fields.get("active_branch", b"main")),
+        "incarnation": text(fields.get("inc", b"")),
     }
 
 
-def json_record(raw: bytes | str, key: str, field: str) -> dict[str, Any]:
+def _tab_fields(raw: bytes | str, key: str, field: str, count: int, what: str) -> list[str]:
     try:
-        record = json.loads(raw)
-    except ValueError as exc:
+        parts = text(raw).split("\t")
+    except UnicodeDecodeError:
+        parts = []
+    if len(parts) != count:
         raise CorruptionError(
-            f"the record at {key} field {field!r} is not JSON", key=key, field=field
-        ) from exc
-    if not isinstance(record, dict):
-        raise CorruptionError(
-            f"the record at {key} field {field!r} is not an object", key=key, field=field
+            f"the {what} record at {key} field {field!r} is not one ctxstore writes",
+            key=key,
+            field=field,
         )
-    return record
+    return parts
 
 
 @dataclass(frozen=True)
 class BranchRecord:
-    """A decoded branch record: its head, creation time and creation sequence number."""
+    """A decoded branch record: its head (position and id), creation time and sequence, and the
+    length of its chain."""
 
+    position: int
     head: str | None
     created_at: int
     seq: int
+    length: int
 
 
 def branch_record(name: str, raw: bytes | str, key: str) -> BranchRecord:
-    record = json_record(raw, key, name)
+    """``<head position>\t<head id>\t<created_at>\t<seq>\t<chain length>`` (position -1 and an
+    empty id for an empty branch): tab-separated, so neither Lua nor Python needs JSON for it."""
+    position, head, created_at, seq, length = _tab_fields(raw, key, name, 5, "branch")
     try:
-        return BranchRecord(
-            head=str(record["head"]) or None,
-            created_at=int(record["created_at"]),
-            seq=int(record.get("seq", 0)),
-        )
-    except (KeyError, ValueError, TypeError) as exc:
+        return BranchRecord(int(position), head or None, int(created_at), int(seq), int(length))
+    except ValueError as exc:
         raise CorruptionError(
-            f"the branch record at {key} field {name!r} is incomplete", key=key, field=name
+            f"the branch record at {key} field {name!r} holds a non-number", key=key, field=name
         ) from exc
 
 
-def to_branch_info(name: str, record: BranchRecord, *, active: str, length: int) -> BranchInfo:
+def to_branch_info(name: str, record: BranchRecord, *, active: str) -> BranchInfo:
     return BranchInfo(
         name=name,
         head_message_id=record.head,
         is_active=name == active,
-        message_count=int(length),
+        message_count=record.length,
         created_at=record.created_at,
     )
 
 
-def branch_info(
-    name: str, raw: bytes | str, *, active: str, length: int, key: str
-) -> tuple[BranchInfo, int]:
+def branch_info(name: str, raw: bytes | str, *, active: str, key: str) -> tuple[BranchInfo, int]:
     """The branch model and its creation sequence number (for ordering)."""
     record = branch_record(name, raw, key)
-    return to_branch_info(name, record, active=active, length=length), record.seq
+    return to_branch_info(name, record, active=active), record.seq
 
 
 def checkpoint_info(name: str, raw: bytes | str, key: str) -> tuple[CheckpointInfo, int]:
     """The checkpoint model and its sequence number (for newest-first ordering)."""
-    record = json_record(raw, key, name)
+    _position, message_id, created_at, seq = _tab_fields(raw, key, name, 4, "checkpoint")
     try:
-        info = CheckpointInfo(
-            name=name, message_id=str(record["message_id"]), created_at=int(record["created_at"])
-        )
-        return info, int(record.get("seq", 0))
-    except (KeyError, ValueError, TypeError) as exc:
+        info = CheckpointInfo(name=name, message_id=message_id, created_at=int(created_at))
+        return info, int(seq)
+    except ValueError as exc:
         raise CorruptionError(
-            f"the checkpoint record at {key} field {name!r} is incomplete", key=key, field=name
+            f"the checkpoint record at {key} field {name!r} holds a non-number",
+            key=key,
+            field=name,
         ) from exc
 
 
-def message_record(payload: dict[str, Any], created_at: int) -> dict[str, Any]:
-    """What is stored for one message (the id and parent live in their own hashes)."""
-    return {"data": payload, "created_at": created_at}
-
-
-def stored_message(message_id: str, parent_id: str | None, raw: bytes, key: str) -> StoredMessage:
-    record = decode(raw, key=key, field=message_id)
-    if not isinstance(record, dict) or not isinstance(record.get("data"), dict):
-        raise CorruptionError(
-            f"the message record at {key} field {message_id!r} has no payload",
-            key=key,
-            field=message_id,
-        )
-    return {
-        "id": message_id,
-        "parent_id": parent_id,
-        "created_at": int(record.get("created_at", 0)),
-        "message": record["data"],
-    }
-
-
-#: Chains at least this long are decoded with the cyclic garbage collector paused.
-GC_PAUSE_FROM = 256
-
-
-def chain_messages(
-    msg_key: str, ids: Sequence[bytes], records: Sequence[bytes]
-) -> list[StoredMessage]:
-    """A walked chain as message dicts, root first; each parent is the previous message.
-
-    Decoding a long chain allocates a few dicts per message, all of them acyclic and kept; left
-    running, the cyclic collector walks that growing heap again and again (a 10,000-message
-    read saw its median go from 34 to 44 ms and its p99 from 38 to 67 ms). It is paused for
-    the decode, which creates no cycles, and restored after.
-    """
-    with _gc_paused(len(ids) >= GC_PAUSE_FROM):
-        chain: list[StoredMessage] = []
-        parent: str | None = None
-        for raw_id, raw in zip(ids, records, strict=True):
-            message_id = text(raw_id)
-            chain.append(stored_message(message_id, parent, raw, msg_key))
-            parent = message_id
-        return chain
-
-
 @contextmanager
-def _gc_paused(pause: bool) -> Iterator[None]:
+def gc_paused(pause: bool = True) -> Iterator[None]:
+    """The cyclic garbage collector off while a long chain is decoded.
+
+    Decoding allocates a few dicts per message, all of them acyclic and kept; left running, the
+    cyclic collector walks that growing heap again and again (a 10,000-message read saw its
+    median go from 34 to 44 ms and its p99 from 38 to 67 ms).
+    """
     was_enabled = gc.isenabled()
     if pause and was_enabled:
         gc.disable()

@@ -19,7 +19,7 @@ from importlib import resources
 from pathlib import Path
 
 PRELUDE = "_prelude.lua"
-_KEY_LINE = re.compile(r"^-- KEYS\[(\d+)\]\s+(\w+)", re.MULTILINE)
+_KEY_LINE = re.compile(r"^-- KEYS\[(\d+)\]\s+(\w+)(\s+optional:)?", re.MULTILINE)
 _ARG_LINE = re.compile(r"^-- ARGV\[(\d+)(?:\.\.)?\]\s+(\S+)", re.MULTILINE)
 
 
@@ -32,6 +32,9 @@ class LuaScript:
     sha: str
     key_names: tuple[str, ...]
     arg_names: tuple[str, ...]
+    #: How many of ``key_names`` every call passes; the rest are optional (``optional:`` in the
+    #: header) and passed together or not at all.
+    required_keys: int
 
 
 def script_dir() -> Path:
@@ -45,17 +48,20 @@ def script_dir() -> Path:
     raise FileNotFoundError(f"ctxstore Lua scripts not found in {packaged} or {checkout}")
 
 
-def parse_contract(name: str, text: str) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The KEYS and ARGV names declared in a script header, in order.
+def parse_contract(name: str, text: str) -> tuple[tuple[str, ...], tuple[str, ...], int]:
+    """The KEYS and ARGV names declared in a script header, in order, and the required key count.
 
     KEYS must be numbered 1..n without gaps: a script that reads KEYS[3] while its header names
-    only two keys is exactly the drift this check exists to catch.
+    only two keys is exactly the drift this check exists to catch. Optional keys come last.
     """
-    keys = [(int(index), key) for index, key in _KEY_LINE.findall(text)]
-    if [index for index, _ in keys] != list(range(1, len(keys) + 1)):
+    keys = [(int(index), key, bool(optional)) for index, key, optional in _KEY_LINE.findall(text)]
+    if [index for index, _, _ in keys] != list(range(1, len(keys) + 1)):
         raise ValueError(f"{name}: KEYS in the header must be numbered 1..n, got {keys}")
+    required = sum(1 for _, _, optional in keys if not optional)
+    if any(optional for _, _, optional in keys[:required]):
+        raise ValueError(f"{name}: optional KEYS must come after the required ones")
     args = [arg for _, arg in _ARG_LINE.findall(text)]
-    return tuple(key for _, key in keys), tuple(args)
+    return tuple(key for _, key, _ in keys), tuple(args), required
 
 
 @functools.cache
@@ -64,10 +70,10 @@ def load_script(name: str) -> LuaScript:
     folder = script_dir()
     body = (folder / f"{name}.lua").read_text(encoding="utf-8")
     prelude = (folder / PRELUDE).read_text(encoding="utf-8")
-    key_names, arg_names = parse_contract(name, body)
+    key_names, arg_names, required = parse_contract(name, body)
     source = f"{prelude}\n{body}"
     sha = hashlib.sha1(source.encode("utf-8")).hexdigest()
-    return LuaScript(name, source, sha, key_names, arg_names)
+    return LuaScript(name, source, sha, key_names, arg_names, required)
 
 
 def entry_script_names() -> list[str]:

@@ -8,6 +8,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ctxstore.core.cache import DEFAULT_CACHE_BYTES, ChainCache
 from ctxstore.core.keys import Keyspace
 from ctxstore.errors import ConfigurationError
 
@@ -29,9 +30,21 @@ class Limits:
     max_batch: int = 10_000
     #: Most messages get_graph returns.
     max_graph_messages: int = 100_000
+    #: Most records one script call of a read returns; longer reads take more calls, so no call
+    #: holds Redis (which serves nobody else meanwhile) for more than a few milliseconds.
+    read_chunk_messages: int = 4096
+    #: Most record bytes one script call of a read returns (checked per slice of 512 records).
+    read_chunk_bytes: int = 4 << 20
 
     def __post_init__(self) -> None:
-        for name in ("max_message_bytes", "max_chain_depth", "max_batch", "max_graph_messages"):
+        for name in (
+            "max_message_bytes",
+            "max_chain_depth",
+            "max_batch",
+            "max_graph_messages",
+            "read_chunk_messages",
+            "read_chunk_bytes",
+        ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
@@ -75,6 +88,7 @@ class OwnerCache:
 # the owner lookups again on every request.
 _registry_lock = threading.Lock()
 _owner_caches: dict[str, OwnerCache] = {}
+_chain_caches: dict[str, ChainCache] = {}
 _checked_servers: set[str] = set()
 
 
@@ -84,6 +98,21 @@ def shared_owner_cache(server: str | None, base: str) -> OwnerCache:
         return OwnerCache()
     with _registry_lock:
         return _owner_caches.setdefault(f"{server}|{base}", OwnerCache())
+
+
+def shared_chain_cache(server: str | None, base: str, max_bytes: int | None) -> ChainCache:
+    """The chain cache of ``server`` + keyspace ``base``, made with ``max_bytes`` (default 32 MiB)
+    by the first store that asks; a private one when ``server`` is None or ``max_bytes`` is 0."""
+    if server is None or max_bytes == 0:
+        return ChainCache(DEFAULT_CACHE_BYTES if max_bytes is None else max_bytes)
+    with _registry_lock:
+        cache = _chain_caches.get(f"{server}|{base}")
+        if cache is None:
+            cache = ChainCache(DEFAULT_CACHE_BYTES if max_bytes is None else max_bytes)
+            _chain_caches[f"{server}|{base}"] = cache
+        elif max_bytes is not None:
+            cache.max_bytes = max_bytes
+        return cache
 
 
 def server_checked(server: str | None) -> bool:
@@ -109,3 +138,8 @@ class StoreState:
     check_server: bool = True
     #: Identifies the server for process-wide caches; None keeps this store's caches private.
     server: str | None = None
+    #: Chains this process has read (shared by the stores of one server and keyspace).
+    cache: ChainCache = field(default_factory=ChainCache)
+    #: A Redis Cluster: the chat indexes live on other nodes than the chat, so scripts cannot
+    #: move them and they are sent beside the script instead.
+    cluster: bool = False
