@@ -326,42 +326,41 @@ end
 
 -- Chain reads -----------------------------------------------------------------------------------
 
--- Records of the ranges (newest first, flat {first, last, ...}), read newest first in slices
--- until `budget` records or `byte_budget` bytes are taken, so no call holds Redis long. Each slice
--- becomes one string (its records concatenated): the caller decodes a chain with one msgpack
--- call. Returns {covered ranges}, {strings} (both root first, matching) and {ranges left}
--- (root first, flat) for the caller to read next.
-local function read_ranges(log_key, ranges, budget, byte_budget)
-  local parts, covered, left = {}, {}, {}
-  local taken, bytes = 0, 0
+-- Records of the ranges (newest first, flat {first, last, ...}), when they are at most `inline`
+-- records: every record that passes through Lua costs about half a microsecond of Redis time,
+-- while the caller's own LRANGE of a long chain costs a tenth of that. So a short read comes back
+-- whole, and a long one comes back as ranges for the caller to read with plain LRANGEs (records
+-- never change: reading them after the script is as consistent as reading them in it).
+-- Returns {covered ranges} and {LRANGE replies} (root first, matching) and {ranges left}
+-- (root first, flat).
+local function read_ranges(log_key, ranges, inline)
+  local total = 0
   for i = 1, #ranges, 2 do
-    local first, upto = ranges[i], ranges[i + 1]
-    while upto >= first and taken < budget and bytes < byte_budget do
-      local from = math.max(first, upto - math.min(512, budget - taken) + 1)
-      local records = redis.call('LRANGE', log_key, from, upto)
-      if #records ~= upto - from + 1 then
-        fail('CORRUPT', {key = log_key, field = tostring(upto), reason = 'a position past the log'})
+    total = total + ranges[i + 1] - ranges[i] + 1
+  end
+  local parts, covered, left = {}, {}, {}
+  for i = #ranges - 1, 1, -2 do
+    local first, last = ranges[i], ranges[i + 1]
+    if total <= inline then
+      local records = redis.call('LRANGE', log_key, first, last)
+      if #records ~= last - first + 1 then
+        fail('CORRUPT', {key = log_key, field = tostring(last), reason = 'a position past the log'})
       end
-      local text = table.concat(records)
-      table.insert(parts, 1, text)
-      table.insert(covered, 1, upto)
-      table.insert(covered, 1, from)
-      taken = taken + #records
-      bytes = bytes + #text
-      upto = from - 1
-    end
-    if upto >= first then
-      table.insert(left, 1, upto)
-      table.insert(left, 1, first)
+      parts[#parts + 1] = records
+      covered[#covered + 1] = first
+      covered[#covered + 1] = last
+    else
+      left[#left + 1] = first
+      left[#left + 1] = last
     end
   end
   return covered, parts, left
 end
 
--- A chain read: {head position, chain length, base, {covered ranges}, {record strings},
+-- A chain read: {head position, chain length, base, {covered ranges}, {LRANGE replies},
 -- {ranges left}}. `base` is `known` when the chain passes through it (the caller holds the chain
 -- up to there, read from the same incarnation) and only what follows is read; else -1.
-local function chain_reply(runs_key, log_key, head, depth, max_depth, known, budget, byte_budget)
+local function chain_reply(runs_key, log_key, head, depth, max_depth, known, inline)
   if depth > max_depth then
     fail('LIMIT', {what = 'chain depth', limit = max_depth, length = depth})
   end
@@ -373,7 +372,7 @@ local function chain_reply(runs_key, log_key, head, depth, max_depth, known, bud
   if met then
     base = known
   end
-  local covered, parts, left = read_ranges(log_key, ranges, budget, byte_budget)
+  local covered, parts, left = read_ranges(log_key, ranges, inline)
   return {head, depth, base, covered, parts, left}
 end
 

@@ -8,20 +8,21 @@
 -- KEYS[7] req_old      request id -> reply summary (the previous generation)
 -- KEYS[8] all_chats    optional: the namespace's chat index (servers without Cluster only)
 -- KEYS[9] user_chats   optional: the owner's chat index (with KEYS[8])
--- ARGV[1] user         the caller, "" for anyone: another owner's chat is refused
--- ARGV[2] inc          the incarnation the caller knows, "" for any
--- ARGV[3] branch       the branch to write to
--- ARGV[4] expected     the head id the caller last saw ("" for an empty branch)
--- ARGV[5] on_conflict  raise | rebase | fork: what to do when the head is not `expected`
--- ARGV[6] on_existing  raise | fork: what to do with a message id the chat already holds
--- ARGV[7] now          epoch milliseconds
--- ARGV[8] request      request id ("" for none): a resent call is answered from its summary
--- ARGV[9] chat_id      the chat's id, for the index entries (with KEYS[8..9])
--- ARGV[10] index_owner the owner the index keys were built for
--- ARGV[11..] chosen id ("" to generate one), body pairs, oldest first; body is the msgpack of
---           created_at followed by the msgpack of the payload
+-- ARGV[1] call       the call's fields, tab-separated (one argument: each argument costs the
+--                    client and Redis time on the hottest path):
+--                    user (the caller, "" for anyone: another owner's chat is refused),
+--                    inc (the incarnation the caller knows, "" for any), branch (to write to),
+--                    expected (the head id the caller last saw, "" for an empty branch),
+--                    on_conflict (raise | rebase | fork: when the head is not `expected`),
+--                    on_existing (raise | fork: for a message id the chat already holds),
+--                    now (epoch milliseconds), request (request id, "" for none: a resent call
+--                    is answered from its summary), chat_id and index_owner (the chat's id and
+--                    the owner the index keys KEYS[8..9] were built for; "" without them)
+-- ARGV[2] chosen     the messages' chosen ids, tab-separated ("" in a slot: generate one)
+-- ARGV[3..] bodies   one per message, oldest first: the msgpack of created_at followed by the
+--                    msgpack of the payload
 -- Reply: {branch, head id, {stored ids}, rebased (0|1), conflict_fork ("" or the new branch),
---         {branches created}, updated_at, owner, incarnation, indexed (0|1)}
+--         {branches created}, updated_at, owner, indexed (0|1)}
 -- Errors: NOT_FOUND (chat, branch, the expected head when forking), CONFLICT (head moved and
 --         on_conflict=raise; message id exists and on_existing=raise), INVALID (duplicate or
 --         reserved ids), FORBIDDEN, REPLACED.
@@ -36,13 +37,25 @@
 -- The index entries move inside the script, so they move only when the write succeeded; on a
 -- Cluster they live in other slots and the caller sends them after the reply.
 
-local FIRST_MESSAGE_ARG = 11
+local FIRST_BODY_ARG = 3
 
-local function stored_ids(alias, inc, first, count)
+-- The chosen id of each message ("" for a generated one): ARGV[2] split at tabs.
+local function chosen_ids(count)
+  local chosen = {}
+  for id in string.gmatch(ARGV[2] .. '\t', '([^\t]*)\t') do
+    chosen[#chosen + 1] = id
+  end
+  if #chosen ~= count then
+    fail('INVALID', {reason = 'one chosen id slot per message', ids = #chosen, messages = count})
+  end
+  return chosen
+end
+
+local function stored_ids(alias, inc, chosen_list, first, count)
   local ids = {}
   for i = 1, count do
     local pos = first + i - 1
-    local chosen = ARGV[FIRST_MESSAGE_ARG + 2 * (i - 1)]
+    local chosen = chosen_list[i]
     if chosen ~= '' and redis.call('HGET', alias, chosen) == tostring(pos) then
       ids[i] = chosen
     else
@@ -52,8 +65,8 @@ local function stored_ids(alias, inc, first, count)
   return ids
 end
 
-local function index(chat_id, owner, updated_at)
-  if KEYS[8] == nil or ARGV[10] ~= owner then
+local function index(chat_id, index_owner, owner, updated_at)
+  if KEYS[8] == nil or index_owner ~= owner then
     return 0
   end
   redis.call('ZADD', KEYS[8], 'GT', updated_at, chat_id)
@@ -64,28 +77,38 @@ end
 return run(function()
   local chat, log, alias, runs, branch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
   local req, req_old = KEYS[6], KEYS[7]
-  local target, expected = ARGV[3], ARGV[4]
-  local on_conflict, on_existing = ARGV[5], ARGV[6]
-  local now = tonumber(ARGV[7])
-  local request = ARGV[8]
+  local user, known_inc, target, expected, on_conflict, on_existing, now, request, chat_id,
+        index_owner = string.match(ARGV[1],
+          '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(%d+)\t([^\t]*)\t' ..
+          '([^\t]*)\t([^\t]*)$')
+  if not user then
+    fail('INVALID', {reason = 'malformed call fields'})
+  end
+  now = tonumber(now)
+  local chosen_list = chosen_ids(#ARGV - FIRST_BODY_ARG + 1)
 
-  local owner, inc, fields = open_chat(chat, ARGV[1], ARGV[2],
+  local owner, inc, fields = open_chat(chat, user, known_inc,
                                        {'updated_at', 'message_count', 'req_since'})
-  local prior = recall_request(req, req_old, request)
-  if prior then
-    local name, first, count, rebased, fork, created =
-      string.match(prior, '^([^\t]*)\t(%d+)\t(%d+)\t(%d)\t([^\t]*)\t(.*)$')
-    local ids = stored_ids(alias, inc, tonumber(first), tonumber(count))
-    local created_list = {}
-    for item in string.gmatch(created, '[^\n]+') do
-      created_list[#created_list + 1] = item
+  local record = read_branch(branch, target)
+  local record_name = target
+  -- A resend of a call that succeeded finds the head moved on (its own messages), or wrote
+  -- under chosen ids (an edit leaves the head where it was): only then can it be one.
+  if record.id ~= expected or string.find(ARGV[2], '[^\t]') then
+    local prior = recall_request(req, req_old, request)
+    if prior then
+      local name, first, count, rebased, fork, created =
+        string.match(prior, '^([^\t]*)\t(%d+)\t(%d+)\t(%d)\t([^\t]*)\t(.*)$')
+      local ids = stored_ids(alias, inc, chosen_list, tonumber(first), tonumber(count))
+      local created_list = {}
+      for item in string.gmatch(created, '[^\n]+') do
+        created_list[#created_list + 1] = item
+      end
+      local updated_at = tonumber(fields[1])
+      return {name, ids[#ids], ids, tonumber(rebased), fork, created_list, updated_at, owner,
+              index(chat_id, index_owner, owner, updated_at)}
     end
-    local updated_at = tonumber(fields[1])
-    return {name, ids[#ids], ids, tonumber(rebased), fork, created_list, updated_at, owner, inc,
-            index(ARGV[9], owner, updated_at)}
   end
   local message_count = number_field(chat, 'message_count', fields[2])
-  local record = read_branch(branch, target)
   local length = redis.call('LLEN', log)
   local namer = nil
   local function name_branch(base)
@@ -121,8 +144,8 @@ return run(function()
   local heads = {}
   local seen = {}
   local pos = length - 1
-  for i = FIRST_MESSAGE_ARG, #ARGV, 2 do
-    local chosen, body = ARGV[i], ARGV[i + 1]
+  for i = FIRST_BODY_ARG, #ARGV do
+    local chosen, body = chosen_list[i - FIRST_BODY_ARG + 1], ARGV[i]
     local keep_chosen = false
     if chosen ~= '' then
       if seen[chosen] then
@@ -176,7 +199,11 @@ return run(function()
     end
     created[fork.name] = true
   end
-  in_slices('RPUSH', log, records)
+  if count == 1 then
+    redis.call('RPUSH', log, records[1])
+  else
+    in_slices('RPUSH', log, records)
+  end
   if #aliases > 0 then
     in_slices('HSET', alias, aliases)
   end
@@ -185,7 +212,7 @@ return run(function()
   end
   for name, head in pairs(heads) do
     local current = record
-    if created[name] or name ~= ARGV[3] then
+    if created[name] or name ~= record_name then
       current = read_branch(branch, name)
     end
     current.pos, current.id, current.depth = head.pos, head.id, head.depth
@@ -197,6 +224,6 @@ return run(function()
                    target .. '\t' .. length .. '\t' .. count .. '\t' .. rebased .. '\t' ..
                    conflict_fork .. '\t' .. table.concat(created_names, '\n'),
                    fields[3], now)
-  return {target, cursor_id, ids, rebased, conflict_fork, created_names, updated_at, owner, inc,
-          index(ARGV[9], owner, updated_at)}
+  return {target, cursor_id, ids, rebased, conflict_fork, created_names, updated_at, owner,
+          index(chat_id, index_owner, owner, updated_at)}
 end)

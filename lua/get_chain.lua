@@ -12,15 +12,16 @@
 -- ARGV[5] max_depth  the longest chain to read
 -- ARGV[6] known      a position whose chain the caller holds already (-1 for none)
 -- ARGV[7] known_inc  the incarnation that chain was read from
--- ARGV[8] budget     the most records to return (the rest is read with read_log.lua)
--- ARGV[9] bytes      the most record bytes to return (checked after each slice of records)
+-- ARGV[8] inline     the most records to return in the reply; a longer chain comes back as
+--                    ranges, which the caller reads with LRANGE
 -- Reply: {branch name ("" in head mode), branch record ("" in head mode), active branch,
---         incarnation, head position, chain length, base, {covered ranges}, {record strings},
+--         incarnation, head position, chain length, base, {covered ranges}, {LRANGE replies},
 --         {ranges left}} (see chain_reply in the prelude)
 -- Errors: NOT_FOUND (chat, branch, head message), CORRUPT, LIMIT (chain longer than max_depth),
 --         FORBIDDEN, REPLACED.
--- The walk reads one run record per run on the chain, then each run's records with one LRANGE;
--- what the caller already holds (immutable, same incarnation) is not sent again.
+-- The walk reads one run record per run on the chain, then each run's records with one LRANGE
+-- (or leaves long reads to the caller's own LRANGEs); what the caller already holds (immutable,
+-- same incarnation) is not sent again.
 
 return run(function()
   local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'active_branch'})
@@ -39,7 +40,6 @@ return run(function()
     depth = depth_at(KEYS[4], head)
   end
   local reply = chain_reply(KEYS[4], KEYS[2], head, depth, tonumber(ARGV[5]),
-                            known_position(ARGV[6], ARGV[7], inc), tonumber(ARGV[8]),
-                            tonumber(ARGV[9]))
+                            known_position(ARGV[6], ARGV[7], inc), tonumber(ARGV[8]))
   return {name, raw_branch, active, inc, unpack(reply)}
 end)

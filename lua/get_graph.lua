@@ -1,4 +1,4 @@
--- get_graph.lua: the whole chat for inspection and drawing, first chunk.
+-- get_graph.lua: the whole chat for inspection and drawing.
 -- KEYS[1] chat         chat hash
 -- KEYS[2] log          message records in write order
 -- KEYS[3] branch       branch name -> branch record
@@ -6,10 +6,10 @@
 -- ARGV[1] user         the caller, "" for anyone
 -- ARGV[2] inc          the incarnation the caller knows, "" for any
 -- ARGV[3] max_messages the most messages a graph may hold (a huge chat is refused)
--- ARGV[4] budget       the most records to return now (the rest is read with read_log.lua)
--- ARGV[5] bytes        the most record bytes to return now
+-- ARGV[4] inline       the most records to return in the reply; more are left to the caller's
+--                      own LRANGEs (see read_ranges in the prelude)
 -- Reply: {flat chat hash, flat branch hash, flat checkpoint hash, message count,
---         {covered ranges}, {record strings}, {ranges left}} (as read_ranges in the prelude)
+--         {covered ranges}, {LRANGE replies}, {ranges left}}
 -- Errors: NOT_FOUND (chat), LIMIT (more messages than max_messages), FORBIDDEN, REPLACED.
 
 return run(function()
@@ -22,7 +22,7 @@ return run(function()
   if count > 0 then
     ranges = {0, count - 1}
   end
-  local covered, parts, left = read_ranges(KEYS[2], ranges, tonumber(ARGV[4]), tonumber(ARGV[5]))
+  local covered, parts, left = read_ranges(KEYS[2], ranges, tonumber(ARGV[4]))
   return {
     redis.call('HGETALL', KEYS[1]),
     redis.call('HGETALL', KEYS[3]),

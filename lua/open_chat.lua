@@ -10,9 +10,8 @@
 -- ARGV[5] max_depth  the longest chain to read
 -- ARGV[6] known      a position whose chain the caller holds already (-1 for none)
 -- ARGV[7] known_inc  the incarnation that chain was read from
--- ARGV[8] budget     the most records to return
--- ARGV[9] bytes      the most record bytes to return
--- ARGV[10..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
+-- ARGV[8] inline     the most records to return in the reply (see get_chain.lua)
+-- ARGV[9..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
 -- Reply: {created (0|1), flat HGETALL of the chat hash, active branch, its record,
 --         then the chain read of get_chain.lua when load is "1" (head, length, base, covered,
 --         records, left), else nothing more}
@@ -32,8 +31,8 @@ return run(function()
     create_branch(chat, KEYS[4], 'main', -1, '', 0, now)
   end
   local _, inc, fields = open_chat(chat, ARGV[1], '', {'updated_at'})
-  if #ARGV >= 10 then
-    redis.call('HSET', chat, unpack(ARGV, 10))
+  if #ARGV >= 9 then
+    redis.call('HSET', chat, unpack(ARGV, 9))
     redis.call('HSET', chat, 'updated_at', newer(fields[1], now))
   end
   local active = redis.call('HGET', chat, 'active_branch')
@@ -41,8 +40,7 @@ return run(function()
   local reply = {created, redis.call('HGETALL', chat), active, raw_branch}
   if ARGV[4] == '1' then
     local chain = chain_reply(KEYS[3], KEYS[2], record.pos, record.depth, tonumber(ARGV[5]),
-                              known_position(ARGV[6], ARGV[7], inc), tonumber(ARGV[8]),
-                              tonumber(ARGV[9]))
+                              known_position(ARGV[6], ARGV[7], inc), tonumber(ARGV[8]))
     for _, item in ipairs(chain) do
       reply[#reply + 1] = item
     end

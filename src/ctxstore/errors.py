@@ -57,6 +57,11 @@ class ChatNotFoundError(NotFoundError):
     """No chat has this id (in this namespace)."""
 
 
+class ChatReplacedError(ChatNotFoundError):
+    """The chat the caller knew is gone: deleted, or deleted and re-created under the same id
+    (each creation gives a chat a new incarnation). Nothing was read or written; open it anew."""
+
+
 class BranchNotFoundError(NotFoundError):
     """The chat has no branch of this name."""
 
@@ -147,6 +152,7 @@ __all__ = [
     "BranchExistsError",
     "BranchNotFoundError",
     "ChatNotFoundError",
+    "ChatReplacedError",
     "CheckpointNotFoundError",
     "ConfigurationError",
     "ConflictError",

@@ -34,7 +34,6 @@ def test_every_operation_has_its_script() -> None:
         "list_checkpoints",
         "delete_checkpoint",
         "get_graph",
-        "read_log",
         "repair_index",
     } <= set(SCRIPTS)
 
@@ -107,9 +106,7 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
 def test_callers_pass_exactly_the_declared_keys(
     recorded_calls: list[protocol.Call[Any]], namespace: str
 ) -> None:
-    # Reads split into one-record chunks, so the chunk script runs too.
-    limits = ctxstore.Limits(read_chunk_messages=1)
-    store = ctxstore.connect("memory://", namespace=namespace, limits=limits)
+    store = ctxstore.connect("memory://", namespace=namespace)
     exercise_every_operation(store)
     seen = set()
     for call in recorded_calls:

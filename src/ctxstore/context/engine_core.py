@@ -20,7 +20,13 @@ from typing import Any, TypedDict, get_args
 
 from ctxstore.context.fragment import Fragment, copy_fragment, walk
 from ctxstore.context.messages import LAST_ASSISTANT_METADATA, message_payload
-from ctxstore.context.renderers import Renderer, XmlRenderer
+from ctxstore.context.renderers import (
+    MarkdownRenderer,
+    Renderer,
+    TomlRenderer,
+    ToonRenderer,
+    XmlRenderer,
+)
 from ctxstore.core import branches, chats, checkpoints, opening
 from ctxstore.core import messages as message_ops
 from ctxstore.core.cache import CachedChain
@@ -59,6 +65,8 @@ class ResolveResult:
 
 
 _EMPTY_CHAIN = CachedChain("", -1, [], [], 0)
+#: Renderers whose output depends on the fragments and their own settings only.
+_PURE_RENDERERS = (XmlRenderer, MarkdownRenderer, TomlRenderer, ToonRenderer)
 
 
 class Scope(TypedDict):
@@ -91,10 +99,15 @@ class EngineCore:
         self.branch = "main"
         self.head: str | None = None
         self._context: list[Fragment] = []
+        self._rendered: dict[tuple[type[Renderer], bool], str] = {}
         self._materialized: list[bool] = []
         self.pending: list[Fragment] = []
+        # The branch's last assistant message, for last_assistant_message(): known from a save,
+        # or found in the chain last read (searched only when a save needs it: a resolve of a
+        # long chain must not pay a scan of it).
         self._last_assistant: str | None = None
         self._last_assistant_known = False
+        self._read_chain: list[StoredMessage] | None = None
 
     # --- fragments -----------------------------------------------------------------------------
 
@@ -114,6 +127,7 @@ class EngineCore:
             else:
                 self._context.append(copied)
                 self._materialized.append(False)
+                self._rendered.clear()
 
     @property
     def context(self) -> tuple[Fragment, ...]:
@@ -125,10 +139,22 @@ class EngineCore:
             if not self._materialized[index]:
                 self._context[index] = yield from walk(item, item.name)
                 self._materialized[index] = True
+                self._rendered.clear()
 
     def render(self, renderer: Renderer | None = None) -> str:
-        """The system prompt from the (materialized) context fragments."""
-        return (renderer or XmlRenderer()).render(self._context)
+        """The system prompt from the (materialized) context fragments.
+
+        The built-in renderers are pure functions of the fragments, so their output is kept
+        until the context changes: an engine resolving turn after turn renders once.
+        """
+        chosen = renderer or XmlRenderer()
+        if type(chosen) not in _PURE_RENDERERS:
+            return chosen.render(self._context)
+        key = (type(chosen), chosen.group_fragments)
+        rendered = self._rendered.get(key)
+        if rendered is None:
+            rendered = self._rendered[key] = chosen.render(self._context)
+        return rendered
 
     def resolved(self, chain: CachedChain, renderer: Renderer | None) -> ResolveResult:
         """The prompt and the messages: the chain's payloads (shared with the process cache,
@@ -176,11 +202,23 @@ class EngineCore:
         self.head = branch.head_message_id
 
     def _learn_last_assistant(self, chain: list[StoredMessage]) -> None:
-        self._last_assistant = next(
-            (item["id"] for item in reversed(chain) if item["message"].get("role") == "assistant"),
-            None,
-        )
+        """Remember the chain read; its last assistant message is searched when needed."""
+        self._read_chain = chain
         self._last_assistant_known = True
+        self._last_assistant = None
+
+    def _last_assistant_id(self) -> str | None:
+        if self._last_assistant is None and self._read_chain is not None:
+            self._last_assistant = next(
+                (
+                    item["id"]
+                    for item in reversed(self._read_chain)
+                    if item["message"].get("role") == "assistant"
+                ),
+                None,
+            )
+            self._read_chain = None
+        return self._last_assistant
 
     # --- reading and saving ----------------------------------------------------------------
 
@@ -229,6 +267,7 @@ class EngineCore:
         self.head = result.head_message_id
         if saved_assistants:
             self._last_assistant = saved_assistants[-1]
+            self._read_chain = None
         self.pending = []
         return self.head
 
@@ -240,8 +279,8 @@ class EngineCore:
         )
 
     def _as_new_message(self, item: Fragment) -> NewMessage:
-        if _replaces_last_assistant(item) and self._last_assistant is not None:
-            return NewMessage(message_payload(item), id=self._last_assistant)
+        if _replaces_last_assistant(item) and self._last_assistant_id() is not None:
+            return NewMessage(message_payload(item), id=self._last_assistant_id())
         return NewMessage(message_payload(item), id=item.id)
 
     # --- branches and checkpoints ------------------------------------------------------------

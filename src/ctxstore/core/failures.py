@@ -95,6 +95,11 @@ def _domain_error(text: str, ctx: dict[str, Any]) -> errors.CtxStoreError:
         )
     if code == "CONFLICT":
         return _conflict(details, ctx, where)
+    if code == "REPLACED":
+        return errors.ChatReplacedError(
+            f"chat {chat!r} was {details.get('reason', 'replaced')} since the caller read it",
+            **ctx,
+        )
     if code == "FORBIDDEN":
         return errors.PermissionDeniedError(f"chat {chat!r} belongs to another user", **ctx)
     if code == "CORRUPT":

@@ -9,8 +9,8 @@ from ctxstore.core.chain import (
     Slice,
     decode_records,
     derived_id,
+    fetch_ranges,
     flat_ranges,
-    read_rest,
     record_fields,
     slices,
 )
@@ -52,8 +52,7 @@ def get_graph(
         (
             *scope_args(user_id, incarnation),
             state.limits.max_graph_messages,
-            state.limits.read_chunk_messages,
-            state.limits.read_chunk_bytes,
+            state.limits.read_inline_messages,
         ),
         parse=lambda raw: raw,
         context=chat_context(chat_id),
@@ -63,8 +62,7 @@ def get_graph(
     loaded = slices(covered, parts)
     rest = flat_ranges(left)
     if rest:
-        older = yield from read_rest(state, chat, meta.incarnation, rest, chat_context(chat_id))
-        loaded = sorted(older + loaded, key=lambda part: part.first)
+        loaded = yield from fetch_ranges(state, chat, meta.incarnation, rest, chat_context(chat_id))
     return _graph(chat, meta, loaded, pairs(flat_branches), pairs(flat_checkpoints))
 
 

@@ -26,9 +26,12 @@ moves them itself, on a Cluster they follow the script.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ctxstore.core.ids import check_key_id, check_key_prefix
+
+#: How many chats' key sets a keyspace keeps (dropped all at once past that: it is a cache).
+_CHAT_KEYS_KEPT = 4096
 
 CHAT_KEY_NAMES = (
     "chat",
@@ -49,6 +52,9 @@ class ChatKeys:
 
     chat_id: str
     base: str
+    _selected: dict[tuple[str, ...], tuple[str, ...]] = field(
+        default_factory=dict, compare=False, repr=False
+    )
 
     def key(self, name: str) -> str:
         if name not in CHAT_KEY_NAMES:
@@ -56,7 +62,11 @@ class ChatKeys:
         return f"{self.base}:{{{self.chat_id}}}:{name}"
 
     def select(self, names: tuple[str, ...]) -> tuple[str, ...]:
-        return tuple(self.key(name) for name in names)
+        """The keys ``names`` name, in order (remembered: every call of a script asks again)."""
+        selected = self._selected.get(names)
+        if selected is None:
+            selected = self._selected[names] = tuple(self.key(name) for name in names)
+        return selected
 
 
 @dataclass(frozen=True)
@@ -65,6 +75,8 @@ class Keyspace:
 
     prefix: str = "ctx"
     namespace: str | None = None
+    _chats: dict[str, ChatKeys] = field(default_factory=dict, compare=False, repr=False)
+    _user_indexes: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         check_key_prefix(self.prefix, "prefix", allow_colon=True)
@@ -76,14 +88,28 @@ class Keyspace:
         return self.prefix if self.namespace is None else f"{self.prefix}:{self.namespace}"
 
     def chat(self, chat_id: str) -> ChatKeys:
-        return ChatKeys(check_key_id(chat_id, "chat_id"), self.base)
+        """The keys of ``chat_id`` (validated); the last few thousand chats' keys are kept, since
+        a worker serves the same chats turn after turn."""
+        keys = self._chats.get(chat_id)
+        if keys is None:
+            keys = ChatKeys(check_key_id(chat_id, "chat_id"), self.base)
+            if len(self._chats) >= _CHAT_KEYS_KEPT:
+                self._chats.clear()
+            self._chats[chat_id] = keys
+        return keys
 
     @property
     def all_chats_index(self) -> str:
         return f"{self.base}:idx:chats"
 
     def user_index(self, user_id: str) -> str:
-        return f"{self.base}:idx:user:{{{check_key_id(user_id, 'user_id')}}}"
+        index = self._user_indexes.get(user_id)
+        if index is None:
+            index = f"{self.base}:idx:user:{{{check_key_id(user_id, 'user_id')}}}"
+            if len(self._user_indexes) >= _CHAT_KEYS_KEPT:
+                self._user_indexes.clear()
+            self._user_indexes[user_id] = index
+        return index
 
     def indexes_of(self, user_id: str) -> tuple[str, str]:
         """The two index keys a chat of ``user_id`` is listed in."""

@@ -8,7 +8,13 @@ from typing import Any, get_args
 import msgpack
 
 from ctxstore.core.cache import CachedChain, estimated_size
-from ctxstore.core.chain import ChainReply, Slice, chain_messages, parse_chain_reply, read_rest
+from ctxstore.core.chain import (
+    ChainReply,
+    Slice,
+    chain_messages,
+    fetch_ranges,
+    parse_chain_reply,
+)
 from ctxstore.core.chats import chat_context, keys_for, touch_indexes, with_touch
 from ctxstore.core.codec import encode, plain_dict
 from ctxstore.core.ids import check_name, new_request_id
@@ -56,8 +62,9 @@ def append_args(
     messages: Iterable[MessageInput],
     *,
     now: int,
-) -> list[Arg]:
-    """chosen id ("" to generate one), body pairs; everything validated and encoded first.
+) -> tuple[str, list[bytes]]:
+    """The chosen ids (tab-separated, "" for each generated one) and the bodies; everything is
+    validated and encoded before anything is sent.
 
     A body is the msgpack of ``created_at`` followed by that of the payload: the script puts the
     parent position in front and the chosen id (or nil) after, making the record.
@@ -71,7 +78,8 @@ def append_args(
         )
     created = msgpack.packb(now)
     limit = state.limits.max_message_bytes
-    args: list[Arg] = []
+    chosen_ids: list[str] = []
+    bodies: list[bytes] = []
     seen: set[str] = set()
     for index, item in enumerate(items):
         where = f"messages[{index}]"
@@ -84,9 +92,9 @@ def append_args(
             if chosen in seen:
                 raise ValidationError(f"{where} repeats message id {chosen!r}")
             seen.add(chosen)
-        checked = check_payload(payload, where)
-        args += [chosen, created + encode(checked, what=where, limit=limit)]
-    return args
+        chosen_ids.append(chosen)
+        bodies.append(created + encode(check_payload(payload, where), what=where, limit=limit))
+    return "\t".join(chosen_ids), bodies
 
 
 def append(
@@ -114,29 +122,29 @@ def append(
     check_policy(on_conflict, _CONFLICT_POLICIES, "on_conflict")
     check_policy(on_existing, _EXISTING_POLICIES, "on_existing")
     now = state.clock()
-    args = append_args(state, messages, now=now)
+    chosen_ids, bodies = append_args(state, messages, now=now)
     script = load_script("append")
     owner = user_id if user_id is not None else state.owners.get(chat_id)
-    keys = chat.select(script.key_names[: script.required_keys])
+    keys = keys_for(script, chat)
     in_script_index = owner is not None and not state.cluster
     if in_script_index:
         keys = (*keys, *state.keyspace.indexes_of(owner or ""))
+    fields = (
+        user_id or "",
+        incarnation or "",
+        branch,
+        expected_head or "",
+        on_conflict,
+        on_existing,
+        str(now),
+        new_request_id(),
+        chat_id if in_script_index else "",
+        (owner or "") if in_script_index else "",
+    )
     call = script_call(
         script,
         keys,
-        (
-            user_id or "",
-            incarnation or "",
-            branch,
-            expected_head or "",
-            on_conflict,
-            on_existing,
-            now,
-            new_request_id(),
-            chat_id if in_script_index else "",
-            (owner or "") if in_script_index else "",
-            *args,
-        ),
+        ("\t".join(fields), chosen_ids, *bodies),
         parse=_parse_append,
         context=chat_context(chat_id),
     )
@@ -164,7 +172,7 @@ _EXISTING_POLICIES = get_args(ExistingPolicy)
 
 
 def _parse_append(reply: Sequence[Any]) -> tuple[AppendResult, str, bool]:
-    target, head, stored, rebased, conflict_fork, created, updated_at, owner, _inc, indexed = reply
+    target, head, stored, rebased, conflict_fork, created, updated_at, owner, indexed = reply
     result = AppendResult(
         branch=text(target),
         head_message_id=text(head),
@@ -195,9 +203,9 @@ def get_message(
         inc = text(inc)
         parent_id = None
         if int(parent_position) >= 0:
-            parent = Slice(int(parent_position), int(parent_position), parent_record)
+            parent = Slice(int(parent_position), int(parent_position), [parent_record])
             parent_id = chain_messages([parent], inc, key, None)[0][0]["id"]
-        own = Slice(int(position), int(position), record)
+        own = Slice(int(position), int(position), [record])
         return chain_messages([own], inc, key, parent_id)[0][0]
 
     message: StoredMessage = yield script_call(
@@ -241,10 +249,9 @@ def assemble_chain(
         prefix, prefix_payloads, prefix_size = [], [], 0
     parts = reply.parts
     if reply.left:
-        older = yield from read_rest(
+        parts = yield from fetch_ranges(
             state, chat, incarnation, reply.left, chat_context(chat.chat_id)
         )
-        parts = older + parts
     key = chat.key("log")
     added, added_payloads = chain_messages(
         parts, incarnation, key, prefix[-1]["id"] if prefix else None
@@ -258,7 +265,9 @@ def assemble_chain(
             key=key,
             field=str(reply.head),
         )
-    size = prefix_size + estimated_size(sum(len(part.blob) for part in parts), len(added))
+    size = prefix_size + estimated_size(
+        sum(len(record) for part in parts for record in part.records), len(added)
+    )
     chain = CachedChain(incarnation, reply.head, messages, payloads, size)
     if reply.head >= 0:
         state.cache.store(chat.chat_id, cache_key, chain)
@@ -273,8 +282,7 @@ def read_args(
         max_depth_arg(state, max_depth),
         known,
         known_inc,
-        state.limits.read_chunk_messages,
-        state.limits.read_chunk_bytes,
+        state.limits.read_inline_messages,
     )
 
 
