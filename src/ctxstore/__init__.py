@@ -1,14 +1,28 @@
 """ctxstore: conversation context for AI agents, kept in Redis as an immutable message graph.
 
-``import ctxstore`` loads redis, msgpack and pydantic only: serverless functions pay for imports
-on every cold start. The embedded store (fakeredis) loads when a ``memory://`` store is made;
-litellm and tiktoken load on first use of what needs them.
+Quick start::
+
+    import ctxstore
+
+    store = ctxstore.connect("redis://localhost:6379", namespace="acme")   # or "memory://"
+    engine = ctxstore.ContextEngine(store=store, chat_id="chat-1", user_id="alice")
+    engine.set(ctxstore.role("You are terse."), ctxstore.user("Hi"))
+    context = engine.resolve()             # system prompt + messages, one round trip
+    # reply = litellm.completion(model=..., messages=context.with_system())
+    # engine.set(ctxstore.message(reply.choices[0].message)); engine.save()
+
+``import ctxstore`` loads nothing but the error classes: serverless functions pay for imports on
+every cold start. Everything else is imported on first use of its name (PEP 562): the sync
+store (redis, msgpack) when ``connect`` is used, pydantic when a chat, branch or checkpoint model
+is first built, the async store, fakeredis (``memory://``), litellm and tiktoken only by what
+needs them.
 """
 
-from ctxstore.async_store import AsyncStore, connect_async
-from ctxstore.context import *  # noqa: F403 - the engine API is part of the top-level API
-from ctxstore.context import __all__ as _context_all
-from ctxstore.core.state import Limits
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
 from ctxstore.errors import (
     BackendBusyError,
     BackendError,
@@ -34,26 +48,72 @@ from ctxstore.errors import (
     UnserializablePayloadError,
     ValidationError,
 )
-from ctxstore.models import (
-    AppendResult,
-    BranchChain,
-    BranchInfo,
-    ChatGraph,
-    ChatInfo,
-    ChatMeta,
-    CheckpointInfo,
-    GraphNode,
-    NewMessage,
-    OpenedChat,
-    StoredMessage,
-)
-from ctxstore.store import Store, connect
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
-__all__ = [  # noqa: PLE0604 - the context names are added below
-    *_context_all,
+#: Where each lazily imported name lives.
+_LAZY: dict[str, str] = {
+    "AppendResult": "ctxstore.results",
+    "AsyncContextEngine": "ctxstore.context",
+    "AsyncStore": "ctxstore.async_store",
+    "BranchChain": "ctxstore.results",
+    "BranchInfo": "ctxstore.models",
+    "ChatGraph": "ctxstore.models",
+    "ChatInfo": "ctxstore.models",
+    "ChatMeta": "ctxstore.models",
+    "CheckpointInfo": "ctxstore.models",
+    "ContextEngine": "ctxstore.context",
+    "Fragment": "ctxstore.context",
+    "GraphNode": "ctxstore.models",
+    "Limits": "ctxstore.core.state",
+    "MarkdownRenderer": "ctxstore.context",
+    "NewMessage": "ctxstore.results",
+    "OpenedChat": "ctxstore.results",
+    "Renderer": "ctxstore.context",
+    "ResolveResult": "ctxstore.context",
+    "Store": "ctxstore.store",
+    "StoredMessage": "ctxstore.results",
+    "TomlRenderer": "ctxstore.context",
+    "ToonRenderer": "ctxstore.context",
+    "VerifyReport": "ctxstore.core.verify",
+    "XmlRenderer": "ctxstore.context",
+    "agenerate_chat_title": "ctxstore.context",
+    "alias": "ctxstore.context",
+    "assistant": "ctxstore.context",
+    "assistant_text": "ctxstore.context",
+    "clarification": "ctxstore.context",
+    "connect": "ctxstore.store",
+    "connect_async": "ctxstore.async_store",
+    "correction": "ctxstore.context",
+    "example": "ctxstore.context",
+    "explain": "ctxstore.context",
+    "fragment": "ctxstore.context.fragment",
+    "from_fragment": "ctxstore.context",
+    "generate_chat_title": "ctxstore.context",
+    "glossary": "ctxstore.context",
+    "guardrail": "ctxstore.context",
+    "hint": "ctxstore.context",
+    "identity": "ctxstore.context",
+    "last_assistant_message": "ctxstore.context",
+    "message": "ctxstore.context",
+    "persona": "ctxstore.context",
+    "policy": "ctxstore.context",
+    "preference": "ctxstore.context",
+    "principle": "ctxstore.context",
+    "quirk": "ctxstore.context",
+    "register_fragment_type": "ctxstore.context",
+    "role": "ctxstore.context",
+    "static_chat_title": "ctxstore.context",
+    "style_guide": "ctxstore.context",
+    "term": "ctxstore.context",
+    "to_fragment": "ctxstore.context",
+    "user": "ctxstore.context",
+    "workflow": "ctxstore.context",
+}
+
+__all__ = [
     "AppendResult",
+    "AsyncContextEngine",
     "AsyncStore",
     "BackendBusyError",
     "BackendError",
@@ -71,14 +131,17 @@ __all__ = [  # noqa: PLE0604 - the context names are added below
     "CheckpointNotFoundError",
     "ConfigurationError",
     "ConflictError",
+    "ContextEngine",
     "CorruptionError",
     "CtxStoreError",
     "EmptyBranchError",
+    "Fragment",
     "GraphNode",
     "HeadConflictError",
     "InvalidIdError",
     "LimitExceededError",
     "Limits",
+    "MarkdownRenderer",
     "MessageExistsError",
     "MessageNotFoundError",
     "NewMessage",
@@ -86,10 +149,131 @@ __all__ = [  # noqa: PLE0604 - the context names are added below
     "OpenedChat",
     "PayloadTooLargeError",
     "PermissionDeniedError",
+    "Renderer",
+    "ResolveResult",
     "Store",
     "StoredMessage",
+    "TomlRenderer",
+    "ToonRenderer",
     "UnserializablePayloadError",
     "ValidationError",
+    "VerifyReport",
+    "XmlRenderer",
+    "agenerate_chat_title",
+    "alias",
+    "assistant",
+    "assistant_text",
+    "clarification",
     "connect",
     "connect_async",
+    "correction",
+    "example",
+    "explain",
+    "fragment",
+    "from_fragment",
+    "generate_chat_title",
+    "glossary",
+    "guardrail",
+    "hint",
+    "identity",
+    "last_assistant_message",
+    "message",
+    "persona",
+    "policy",
+    "preference",
+    "principle",
+    "quirk",
+    "register_fragment_type",
+    "role",
+    "static_chat_title",
+    "style_guide",
+    "term",
+    "to_fragment",
+    "user",
+    "workflow",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """Import a public name on first use and keep it, so later lookups are plain attributes."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ctxstore' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})
+
+
+if TYPE_CHECKING:  # what type checkers and IDEs see: every name, imported
+    from ctxstore.async_store import (
+        AsyncStore,
+        connect_async,
+    )
+    from ctxstore.context import (
+        AsyncContextEngine,
+        ContextEngine,
+        Fragment,
+        MarkdownRenderer,
+        Renderer,
+        ResolveResult,
+        TomlRenderer,
+        ToonRenderer,
+        XmlRenderer,
+        agenerate_chat_title,
+        alias,
+        assistant,
+        assistant_text,
+        clarification,
+        correction,
+        example,
+        explain,
+        from_fragment,
+        generate_chat_title,
+        glossary,
+        guardrail,
+        hint,
+        identity,
+        last_assistant_message,
+        message,
+        persona,
+        policy,
+        preference,
+        principle,
+        quirk,
+        register_fragment_type,
+        role,
+        static_chat_title,
+        style_guide,
+        term,
+        to_fragment,
+        user,
+        workflow,
+    )
+    from ctxstore.context.fragment import fragment
+    from ctxstore.core.state import (
+        Limits,
+    )
+    from ctxstore.core.verify import VerifyReport
+    from ctxstore.models import (
+        BranchInfo,
+        ChatGraph,
+        ChatInfo,
+        ChatMeta,
+        CheckpointInfo,
+        GraphNode,
+    )
+    from ctxstore.results import (
+        AppendResult,
+        BranchChain,
+        NewMessage,
+        OpenedChat,
+        StoredMessage,
+    )
+    from ctxstore.store import (
+        Store,
+        connect,
+    )

@@ -9,31 +9,36 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
 from types import TracebackType
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import ResponseError
 
-from ctxstore.core import branches, chats, checkpoints, graph, listing, opening
+from ctxstore.core import branches, chats, checkpoints, graph, listing, opening, verify
 from ctxstore.core import messages as messages_ops
 from ctxstore.core.failures import TRANSPORT_ERRORS
 from ctxstore.core.protocol import Exchange, Operation, Outcome, WireCommand
 from ctxstore.core.server_checks import with_startup_checks
 from ctxstore.core.state import Limits, StoreState
+from ctxstore.core.verify import VerifyReport
 from ctxstore.factory import store_parts
-from ctxstore.models import (
+from ctxstore.results import (
     AppendResult,
     BranchChain,
-    BranchInfo,
-    ChatGraph,
-    ChatInfo,
-    ChatMeta,
-    CheckpointInfo,
     ConflictPolicy,
     ExistingPolicy,
     MessageInput,
     OpenedChat,
     StoredMessage,
 )
+
+if TYPE_CHECKING:  # the models load pydantic, which the write path never needs
+    from ctxstore.models import (
+        BranchInfo,
+        ChatGraph,
+        ChatInfo,
+        ChatMeta,
+        CheckpointInfo,
+    )
 
 T = TypeVar("T")
 
@@ -267,6 +272,12 @@ class AsyncStore:
 
     async def get_graph(self, chat_id: str) -> ChatGraph:
         return await self.run(graph.get_graph(self._state, chat_id))
+
+    # --- maintenance ---------------------------------------------------------------------------
+
+    async def verify_chat(self, chat_id: str, *, repair: bool = False) -> VerifyReport:
+        """Check the chat's invariants; with ``repair``, rebuild what its records determine."""
+        return await self.run(verify.verify_chat(self._state, chat_id, repair=repair))
 
 
 def connect_async(

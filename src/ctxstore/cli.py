@@ -1,8 +1,8 @@
 """The ``ctxstore`` command line: inspect chats in a store from a terminal.
 
 ``ctxstore [--url URL] [--namespace NS] COMMAND ...`` where COMMAND is ``demo``, ``chats``,
-``tree``, ``log`` or ``export``. Without ``--url`` the store comes from ``CTXSTORE_URL``, else
-the embedded ``memory://`` store (which starts empty in every process).
+``tree``, ``log``, ``export`` or ``verify``. Without ``--url`` the store comes from
+``CTXSTORE_URL``, else the embedded ``memory://`` store (which starts empty in every process).
 
 Mistakes are reported the same way whoever made them: a store error (a chat that does not
 exist, a bad URL, an unreachable server) or a usage error prints one line,
@@ -13,6 +13,7 @@ nothing is wrong with the program.
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime, timezone
@@ -27,6 +28,7 @@ from ctxstore.context.visualize import (
     visualize_graph,
 )
 from ctxstore.core.preview import message_text, one_line, preview
+from ctxstore.core.verify import VerifyReport
 from ctxstore.errors import CtxStoreError
 from ctxstore.exporting import to_dot, to_json, to_mermaid
 from ctxstore.models import BranchChain, ChatGraph, ChatInfo
@@ -163,6 +165,34 @@ def _export(store: ctxstore.Store, args: argparse.Namespace) -> str:
     return _EXPORTERS[args.format](store.get_graph(args.chat))
 
 
+# --- verify ----------------------------------------------------------------------------------
+
+
+def _verify(args: argparse.Namespace) -> int:
+    """Exit 0 when the chat is sound (after the repair, with ``--repair``), 1 when problems
+    remain, so scripts and cron jobs can act on the code alone."""
+    with ctxstore.connect(args.url, namespace=args.namespace) as store:
+        report = store.verify_chat(args.chat, repair=args.repair)
+    if args.json:
+        print(json.dumps(report.as_dict(), indent=2, ensure_ascii=False))
+    else:
+        print(printable(_verify_text(report)))
+    return 0 if report.ok else 1
+
+
+def _verify_text(report: VerifyReport) -> str:
+    """What was repaired, then ``ok: ...`` or one ``kind key field: detail`` line per problem."""
+    lines = [f"repaired: {what}" for what in report.repaired]
+    if report.ok:
+        messages = f"{report.messages} message{'' if report.messages == 1 else 's'}"
+        branches = f"{report.branches} branch{'' if report.branches == 1 else 'es'}"
+        lines.append(f"ok: chat {report.chat_id}, {messages}, {branches}")
+    for problem in report.problems:
+        where = " ".join(part for part in (problem.kind, problem.key, problem.field) if part)
+        lines.append(f"{where}: {problem.detail}")
+    return "\n".join(lines)
+
+
 # --- parser and entry point ------------------------------------------------------------------
 
 
@@ -214,6 +244,18 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument("chat", metavar="CHAT", help="chat id")
     export.add_argument("--format", choices=sorted(_EXPORTERS), default="json")
     export.set_defaults(handler=_with_store(_export))
+
+    verify = commands.add_parser(
+        "verify", help="check a chat's invariants; --repair rebuilds its derived keys"
+    )
+    verify.add_argument("chat", metavar="CHAT", help="chat id")
+    verify.add_argument(
+        "--repair",
+        action="store_true",
+        help="rebuild the indexes and counters the message records determine, then check again",
+    )
+    verify.add_argument("--json", action="store_true", help="print the report as JSON")
+    verify.set_defaults(handler=_verify)
     return parser
 
 

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from redis.asyncio.retry import Retry as AsyncRetry
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.retry import Retry
@@ -79,7 +78,12 @@ def _server_options(options: dict[str, Any], *, asynchronous: bool) -> dict[str,
     """
     if options.get("decode_responses"):
         raise ConfigurationError("ctxstore needs decode_responses=False (records are msgpack)")
-    retry_class = AsyncRetry if asynchronous else Retry
+    if asynchronous:  # redis.asyncio is imported only by async users
+        from redis.asyncio.retry import Retry as AsyncRetry
+
+        retry_class: type[Retry] | type[AsyncRetry] = AsyncRetry
+    else:
+        retry_class = Retry
     merged = {
         "socket_connect_timeout": 5.0,
         "socket_timeout": 30.0,

@@ -5,21 +5,47 @@ they serialize straight into HTTP responses (``model_dump()`` / ``model_dump_jso
 models cannot be changed behind the store's back. Messages are different: a chain can hold
 thousands, and building a model per message costs allocations and garbage-collection passes on
 exactly the hot path (``resolve()`` before every LLM call). Messages therefore cross the API as
-plain dicts (:class:`StoredMessage`), and results that carry messages are frozen dataclasses.
+plain dicts (:class:`StoredMessage`), and results that carry messages are frozen dataclasses
+(in :mod:`ctxstore.results`, which does not import pydantic).
 
 All times are epoch milliseconds.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import Any, Literal, TypedDict
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-ConflictPolicy = Literal["raise", "rebase", "fork"]
-ExistingPolicy = Literal["raise", "fork"]
+# The light result types live in ctxstore.results (no pydantic: the write path and `import
+# ctxstore` never load it); they are re-exported here, where they were first defined.
+from ctxstore.results import (
+    AppendResult,
+    BranchChain,
+    ConflictPolicy,
+    ExistingPolicy,
+    MessageInput,
+    NewMessage,
+    OpenedChat,
+    StoredMessage,
+)
+
+__all__ = [
+    "AppendResult",
+    "BranchChain",
+    "BranchInfo",
+    "ChatGraph",
+    "ChatInfo",
+    "ChatMeta",
+    "CheckpointInfo",
+    "ConflictPolicy",
+    "ExistingPolicy",
+    "GraphNode",
+    "MessageInput",
+    "NewMessage",
+    "OpenedChat",
+    "StoredMessage",
+]
 
 
 class _Frozen(BaseModel):
@@ -66,24 +92,6 @@ class CheckpointInfo(_Frozen):
     created_at: int
 
 
-@dataclass(frozen=True)
-class AppendResult:
-    """Where an append landed.
-
-    ``branch`` is where the last message went: the requested branch, a conflict fork
-    (``conflict_fork`` names it), or an edit fork (listed in ``created_branches``).
-    A frozen dataclass rather than a model: it is built on every save, the hottest path.
-    """
-
-    branch: str
-    head_message_id: str
-    message_ids: tuple[str, ...]
-    updated_at: int
-    rebased: bool = False
-    conflict_fork: str | None = None
-    created_branches: tuple[str, ...] = ()
-
-
 class GraphNode(_Frozen):
     """One message as drawn in a graph: its place and a one-line preview."""
 
@@ -101,47 +109,3 @@ class ChatGraph(_Frozen):
     messages: tuple[GraphNode, ...]
     branches: tuple[BranchInfo, ...]
     checkpoints: tuple[CheckpointInfo, ...]
-
-
-class StoredMessage(TypedDict):
-    """A message as read back: its id, its parent, when it was written, and the payload.
-
-    ``message`` is the chat-message dict exactly as appended (``role``, ``content``,
-    ``tool_calls``, ...), ready for ``litellm.completion(messages=...)``.
-    """
-
-    id: str
-    parent_id: str | None
-    created_at: int
-    message: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class NewMessage:
-    """A message to append under a chosen id (plain dicts get a generated id)."""
-
-    message: Mapping[str, Any]
-    id: str | None = None
-
-
-#: What ``append`` takes per message: a chat-message dict (id generated) or a NewMessage.
-MessageInput = Mapping[str, Any] | NewMessage
-
-
-@dataclass(frozen=True)
-class BranchChain:
-    """A branch and its chain, root first, read in one round trip."""
-
-    branch: BranchInfo
-    messages: list[StoredMessage]
-
-
-@dataclass(frozen=True)
-class OpenedChat:
-    """A chat opened by its owner: whether this call created it, its active branch and, when
-    asked for, that branch's chain (root first)."""
-
-    chat: ChatMeta
-    created: bool
-    branch: BranchInfo
-    messages: list[StoredMessage]

@@ -6,6 +6,8 @@ import inspect
 import subprocess
 import sys
 
+import pytest
+
 import ctxstore
 from ctxstore import AsyncStore, Store
 
@@ -56,10 +58,49 @@ def test_import_loads_neither_litellm_nor_tiktoken_nor_the_embedded_store() -> N
     assert result.stdout.strip() == ""
 
 
+def loaded_after(code: str, modules: tuple[str, ...]) -> list[str]:
+    """Which of ``modules`` a fresh interpreter has loaded after running ``code``."""
+    probe = f"{code}\nimport sys\nprint(','.join(m for m in {modules!r} if m in sys.modules))"
+    result = subprocess.run(
+        [sys.executable, "-c", probe], capture_output=True, text=True, check=True
+    )
+    return [name for name in result.stdout.strip().split(",") if name]
+
+
+COLD_START_HEAVY = ("pydantic", "ctxstore.async_store", "fakeredis", "litellm", "tiktoken")
+
+
+def test_import_ctxstore_loads_only_the_error_classes() -> None:
+    """Serverless functions pay for imports on every cold start: the package loads lazily."""
+    assert loaded_after("import ctxstore", (*COLD_START_HEAVY, "redis", "msgpack")) == []
+    # (redis-py 8 imports redis.asyncio itself, so a sync store cannot avoid that one.)
+
+
+def test_the_write_path_loads_neither_pydantic_nor_the_async_store() -> None:
+    code = (
+        "import ctxstore\n"
+        "store = ctxstore.connect('redis://127.0.0.1:1')\n"
+        "from ctxstore.core import messages, chain, cache\n"
+        "store.state.cache.clear()"
+    )
+    assert loaded_after(code, COLD_START_HEAVY) == []
+
+
+def test_every_public_name_resolves_and_is_listed() -> None:
+    import ctxstore.context
+
+    for name in ctxstore.__all__:
+        assert getattr(ctxstore, name) is not None, name
+    assert set(ctxstore.context.__all__) <= set(ctxstore.__all__)
+    assert set(dir(ctxstore)) >= set(ctxstore.__all__)
+    with pytest.raises(AttributeError):
+        ctxstore.no_such_name  # noqa: B018
+
+
 def test_every_error_derives_from_the_root() -> None:
     errors = [
         value
-        for value in vars(ctxstore).values()
+        for value in (getattr(ctxstore, name) for name in ctxstore.__all__)
         if isinstance(value, type) and issubclass(value, Exception)
     ]
     assert len(errors) >= 20

@@ -34,6 +34,7 @@ def test_every_operation_has_its_script() -> None:
         "list_checkpoints",
         "delete_checkpoint",
         "get_graph",
+        "repair_chat",
         "repair_index",
     } <= set(SCRIPTS)
 
@@ -98,6 +99,9 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     store.list_checkpoints("c1")
     store.delete_checkpoint("c1", "cp")
     store.get_graph("c1")
+    store.client.delete(store.state.keyspace.chat("c1").key("alias"))  # something to repair
+    store.client.hset(store.state.keyspace.chat("c1").key("chat"), "message_count", 0)
+    store.verify_chat("c1", repair=True)
     store.client.zadd(store.state.keyspace.all_chats_index, {"gone": 1})
     store.list_chats()
     store.delete_chat("c1")

@@ -21,7 +21,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
-from ctxstore.models import StoredMessage
+from ctxstore.results import StoredMessage
 
 #: Default bound of a process cache, in bytes (estimated decoded size).
 DEFAULT_CACHE_BYTES = 32 << 20

@@ -23,7 +23,7 @@ from ctxstore.core.protocol import Call, Operation, command_call
 from ctxstore.core.records import gc_paused, text
 from ctxstore.core.state import StoreState
 from ctxstore.errors import ChatReplacedError, CorruptionError, CtxStoreError
-from ctxstore.models import StoredMessage
+from ctxstore.results import StoredMessage
 
 #: Chains at least this long are decoded with the cyclic garbage collector paused.
 GC_PAUSE_FROM = 256

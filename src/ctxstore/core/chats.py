@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxstore.core import indexes
 from ctxstore.core.codec import encode
@@ -15,7 +15,9 @@ from ctxstore.core.records import METADATA_PREFIX, USAGE_KEY, USAGE_PREFIX, chat
 from ctxstore.core.scripts import LuaScript, load_script
 from ctxstore.core.state import StoreState
 from ctxstore.errors import CtxStoreError, ValidationError
-from ctxstore.models import ChatMeta
+
+if TYPE_CHECKING:
+    from ctxstore.models import ChatMeta
 from ctxstore.usage import normalize_usage
 
 log = logging.getLogger("ctxstore")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxstore.core.chats import chat_context, keys_for, scope_args
 from ctxstore.core.ids import check_name
@@ -11,7 +11,9 @@ from ctxstore.core.protocol import Operation, script_call
 from ctxstore.core.records import checkpoint_info, text
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
-from ctxstore.models import CheckpointInfo
+
+if TYPE_CHECKING:
+    from ctxstore.models import CheckpointInfo
 
 
 def upsert_checkpoint(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxstore.core.chain import (
     Slice,
@@ -29,7 +29,9 @@ from ctxstore.core.records import (
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
 from ctxstore.errors import CorruptionError
-from ctxstore.models import ChatGraph, ChatMeta, GraphNode
+
+if TYPE_CHECKING:
+    from ctxstore.models import ChatGraph, ChatMeta
 
 
 def get_graph(
@@ -73,6 +75,8 @@ def _graph(
     branches: dict[str, Any],
     checkpoints: dict[str, Any],
 ) -> ChatGraph:
+    from ctxstore.models import ChatGraph, GraphNode
+
     key = chat.key("log")
     ids: list[str] = []
     nodes = []

@@ -14,7 +14,7 @@ chat hashes, which no index covers.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxstore.core import indexes
 from ctxstore.core.codec import decode, encode
@@ -23,7 +23,9 @@ from ctxstore.core.protocol import Call, Operation, command_call
 from ctxstore.core.records import chat_info, text
 from ctxstore.core.state import StoreState
 from ctxstore.errors import CtxStoreError, ValidationError
-from ctxstore.models import ChatInfo
+
+if TYPE_CHECKING:
+    from ctxstore.models import ChatInfo
 
 #: Index entries read per step when scanning for a metadata filter or an unbounded listing.
 SCAN_CHUNK = 200

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, get_args
+from typing import TYPE_CHECKING, Any, get_args
 
 import msgpack
 
@@ -24,16 +24,18 @@ from ctxstore.core.records import branch_info, text
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
 from ctxstore.errors import CorruptionError, ValidationError
-from ctxstore.models import (
+from ctxstore.results import (
     AppendResult,
     BranchChain,
-    BranchInfo,
     ConflictPolicy,
     ExistingPolicy,
     MessageInput,
     NewMessage,
     StoredMessage,
 )
+
+if TYPE_CHECKING:
+    from ctxstore.models import BranchInfo
 
 
 def check_payload(payload: object, where: str) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxstore.core.cache import CachedChain
 from ctxstore.core.chain import parse_chain_reply
@@ -14,7 +14,10 @@ from ctxstore.core.protocol import Operation, script_call
 from ctxstore.core.records import branch_info, chat_meta, text
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
-from ctxstore.models import ChatMeta, OpenedChat
+from ctxstore.results import OpenedChat
+
+if TYPE_CHECKING:
+    from ctxstore.models import ChatMeta
 
 #: What the engine's first read of the active branch is cached under (as a branch read of "").
 ACTIVE_BRANCH_KEY = "branch:"

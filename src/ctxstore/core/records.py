@@ -13,11 +13,13 @@ import gc
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxstore.core.codec import decode
 from ctxstore.errors import CorruptionError
-from ctxstore.models import BranchInfo, ChatInfo, ChatMeta, CheckpointInfo
+
+if TYPE_CHECKING:
+    from ctxstore.models import BranchInfo, ChatInfo, ChatMeta, CheckpointInfo
 
 METADATA_PREFIX = "m:"
 USAGE_PREFIX = "u:"
@@ -48,11 +50,19 @@ def _int(fields: dict[str, Any], name: str, key: str) -> int:
         ) from exc
 
 
+# The model classes are imported where they are built, not with this module: the write path
+# builds none, and `import ctxstore` must not load pydantic.
+
+
 def chat_meta(chat_id: str, key: str, reply: Sequence[Any] | Mapping[Any, Any]) -> ChatMeta:
+    from ctxstore.models import ChatMeta
+
     return ChatMeta(**_chat_fields(chat_id, key, pairs(reply)))
 
 
 def chat_info(chat_id: str, key: str, reply: Sequence[Any] | Mapping[Any, Any]) -> ChatInfo:
+    from ctxstore.models import ChatInfo
+
     fields = pairs(reply)
     return ChatInfo(
         **_chat_fields(chat_id, key, fields),
@@ -125,6 +135,8 @@ def branch_record(name: str, raw: bytes | str, key: str) -> BranchRecord:
 
 
 def to_branch_info(name: str, record: BranchRecord, *, active: str) -> BranchInfo:
+    from ctxstore.models import BranchInfo
+
     return BranchInfo(
         name=name,
         head_message_id=record.head,
@@ -142,6 +154,8 @@ def branch_info(name: str, raw: bytes | str, *, active: str, key: str) -> tuple[
 
 def checkpoint_info(name: str, raw: bytes | str, key: str) -> tuple[CheckpointInfo, int]:
     """The checkpoint model and its sequence number (for newest-first ordering)."""
+    from ctxstore.models import CheckpointInfo
+
     _position, message_id, created_at, seq = _tab_fields(raw, key, name, 4, "checkpoint")
     try:
         info = CheckpointInfo(name=name, message_id=message_id, created_at=int(created_at))

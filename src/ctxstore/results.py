@@ -1,0 +1,83 @@
+"""The light results of store operations: messages, append results, branch chains.
+
+These are TypedDicts and frozen dataclasses, not pydantic models: a chain holds thousands of
+messages and an append happens on every turn, so they must cost nothing to build, and importing
+them must not load pydantic (serverless functions pay for imports on every cold start). The
+models of chats, branches and checkpoints are in :mod:`ctxstore.models`.
+
+All times are epoch milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
+
+if TYPE_CHECKING:
+    from ctxstore.models import BranchInfo, ChatMeta
+
+ConflictPolicy = Literal["raise", "rebase", "fork"]
+ExistingPolicy = Literal["raise", "fork"]
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """Where an append landed.
+
+    ``branch`` is where the last message went: the requested branch, a conflict fork
+    (``conflict_fork`` names it), or an edit fork (listed in ``created_branches``).
+    A frozen dataclass rather than a model: it is built on every save, the hottest path.
+    """
+
+    branch: str
+    head_message_id: str
+    message_ids: tuple[str, ...]
+    updated_at: int
+    rebased: bool = False
+    conflict_fork: str | None = None
+    created_branches: tuple[str, ...] = ()
+
+
+class StoredMessage(TypedDict):
+    """A message as read back: its id, its parent, when it was written, and the payload.
+
+    ``message`` is the chat-message dict exactly as appended (``role``, ``content``,
+    ``tool_calls``, ...), ready for ``litellm.completion(messages=...)``.
+    """
+
+    id: str
+    parent_id: str | None
+    created_at: int
+    message: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A message to append under a chosen id (plain dicts get a generated id)."""
+
+    message: Mapping[str, Any]
+    id: str | None = None
+
+
+#: What ``append`` takes per message: a chat-message dict (id generated) or a NewMessage.
+MessageInput = Mapping[str, Any] | NewMessage
+
+
+@dataclass(frozen=True)
+class BranchChain:
+    """A branch and its chain, root first, read in one round trip."""
+
+    branch: BranchInfo
+    messages: list[StoredMessage]
+
+
+@dataclass(frozen=True)
+class OpenedChat:
+    """A chat opened by its owner: whether this call created it, its active branch and, when
+    asked for, that branch's chain (root first)."""
+
+    chat: ChatMeta
+    created: bool
+    branch: BranchInfo
+    messages: list[StoredMessage]
