@@ -1,0 +1,174 @@
+"""Concurrent writer processes: each on its own chat, or all on one chat.
+
+The store's answer to concurrent writers on one chat is the head compare-and-set with
+``on_conflict="rebase"``: a writer whose head moved is chained onto the current head, nothing
+is lost. This scenario measures what that costs in throughput (appends per second, all writers
+together) against the same number of writers on separate chats, and then checks that every
+acknowledged message is on the chain exactly once (:mod:`integrity`).
+
+The writers are spawned once and reused for every configuration (spawning eight interpreters
+costs seconds). They get every CPU back (see :mod:`pinning`); each starts at the same instant,
+waits for the others, and appends a fixed count of one-message appends.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import random
+import time
+from dataclasses import dataclass
+from multiprocessing.connection import Connection
+from typing import Any
+
+from integrity import EMPTY, Integrity, check_chat
+from pinning import original_cpus, unpin
+from stores import open_store
+from workload import CONTENT_CHARS, USER_ID, text_of_length
+
+SCENARIO = "writers"
+#: Time between sending the jobs and the common start, so every writer is waiting by then.
+START_DELAY_NS = 300_000_000
+
+
+@dataclass(frozen=True)
+class Job:
+    chat_id: str
+    writer: int
+    count: int
+    start_ns: int
+
+
+@dataclass(frozen=True)
+class Done:
+    acknowledged: list[str]
+    rebased: int
+    end_ns: int
+
+
+_FILLER = text_of_length(random.Random(3), CONTENT_CHARS)
+
+
+def content(writer: int, index: int) -> str:
+    """A payload unique to (writer, index), padded to the benchmark's message size."""
+    tag = f"writer {writer} append {index} "
+    return (tag + _FILLER)[:CONTENT_CHARS]
+
+
+def _run(store: Any, job: Job) -> Done:
+    head = None
+    acknowledged: list[str] = []
+    rebased = 0
+    while time.monotonic_ns() < job.start_ns:
+        time.sleep(0.0005)
+    for index in range(job.count):
+        message = {"role": "user", "content": content(job.writer, index)}
+        result = store.append(
+            job.chat_id, "main", [message], expected_head=head, on_conflict="rebase"
+        )
+        head = result.head_message_id
+        acknowledged.extend(result.message_ids)
+        rebased += bool(result.rebased)
+    return Done(acknowledged, rebased, time.monotonic_ns())
+
+
+def _serve(url: str, cpus: frozenset[int], pipe: Connection) -> None:
+    unpin(cpus)
+    store = open_store(url)
+    try:
+        while (job := pipe.recv()) is not None:
+            pipe.send(_run(store, job))
+    finally:
+        store.close()
+
+
+class WriterPool:
+    """``size`` spawned writer processes, each with its own store, fed jobs over pipes."""
+
+    def __init__(self, url: str, size: int) -> None:
+        context = multiprocessing.get_context("spawn")
+        self._pipes: list[Connection] = []
+        self._processes = []
+        for _ in range(size):
+            parent, child = context.Pipe()
+            process = context.Process(
+                target=_serve, args=(url, original_cpus(), child), daemon=True
+            )
+            process.start()
+            child.close()
+            self._pipes.append(parent)
+            self._processes.append(process)
+
+    def run(self, jobs: list[Job]) -> list[Done]:
+        for pipe, job in zip(self._pipes, jobs, strict=False):
+            pipe.send(job)
+        return [pipe.recv() for pipe in self._pipes[: len(jobs)]]
+
+    def close(self) -> None:
+        for pipe in self._pipes:
+            pipe.send(None)
+        for process in self._processes:
+            process.join(timeout=10)
+            if process.is_alive():
+                process.terminate()
+                process.join()
+
+
+@dataclass(frozen=True)
+class Throughput:
+    """One configuration: ``writers`` processes, on one shared chat or one chat each."""
+
+    writers: int
+    shared_chat: bool
+    appends: int
+    seconds: float
+    appends_per_s: float
+    rebased: int
+    integrity: Integrity
+
+
+def _configuration(
+    store: Any, pool: WriterPool, writers: int, shared: bool, count: int, label: str
+) -> Throughput:
+    chats = [f"{label}-{index}" for index in range(1 if shared else writers)]
+    for chat_id in chats:
+        store.upsert_chat(chat_id, USER_ID)
+    start = time.monotonic_ns() + START_DELAY_NS
+    jobs = [Job(chats[0 if shared else index], index, count, start) for index in range(writers)]
+    done = pool.run(jobs)
+    seconds = (max(item.end_ns for item in done) - start) / 1e9
+    appends = sum(len(item.acknowledged) for item in done)
+    integrity = EMPTY
+    for chat_index, chat_id in enumerate(chats):
+        acked = [
+            message_id
+            for job, item in zip(jobs, done, strict=True)
+            if shared or job.writer == chat_index
+            for message_id in item.acknowledged
+        ]
+        integrity = integrity + check_chat(store, chat_id, acked)
+    return Throughput(
+        writers=writers,
+        shared_chat=shared,
+        appends=appends,
+        seconds=seconds,
+        appends_per_s=appends / seconds,
+        rebased=sum(item.rebased for item in done),
+        integrity=integrity,
+    )
+
+
+def throughput(url: str, counts: tuple[int, ...], per_writer: int) -> list[Throughput]:
+    """Every writer count, separate chats then one shared chat, after a warm-up round."""
+    store = open_store(url)
+    pool = WriterPool(url, max(counts))
+    try:
+        _configuration(store, pool, max(counts), shared=False, count=3, label="writers-warmup")
+        results = []
+        for writers in counts:
+            for shared in (False, True):
+                label = f"writers-{writers}-{'shared' if shared else 'own'}"
+                results.append(_configuration(store, pool, writers, shared, per_writer, label))
+        return results
+    finally:
+        pool.close()
+        store.close()
