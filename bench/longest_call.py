@@ -35,17 +35,17 @@ class LongestCall:
     server_total_us: list[int]
     caller_us: list[float]
     log_truncated: bool
-
-    @property
-    def median_max_command_us(self) -> float:
-        return float(statistics.median(self.max_command_us))
-
-    @property
-    def worst_command_us(self) -> int:
-        return max(self.max_command_us)
+    median_max_command_us: float
+    worst_command_us: int
+    median_caller_us: float
 
 
-def _observe(stats: Any, work: Any) -> tuple[SlowLog, float]:
+def _log_size(messages: int) -> int:
+    """Slow-log entries to keep: the commands a script runs per message, with room to spare."""
+    return 8 * messages + 1_000
+
+
+def _observe(stats: Any, work: Any, messages: int) -> tuple[SlowLog, float]:
     elapsed: list[int] = []
 
     def timed_work() -> None:
@@ -53,7 +53,7 @@ def _observe(stats: Any, work: Any) -> tuple[SlowLog, float]:
         work()
         elapsed.append(perf_counter_ns() - start)
 
-    calls = commands_run_by(stats, timed_work)
+    calls = commands_run_by(stats, timed_work, _log_size(messages))
     return calls, elapsed[0] / 1_000
 
 
@@ -73,6 +73,9 @@ def _summary(operation: str, size: int, observed: list[Observed]) -> LongestCall
         server_total_us=[sum(call.duration_us for call in log.top_level) for log, _ in observed],
         caller_us=[caller for _, caller in observed],
         log_truncated=any(log.truncated for log, _ in observed),
+        median_max_command_us=float(statistics.median(call.duration_us for call in longest)),
+        worst_command_us=max(call.duration_us for call in longest),
+        median_caller_us=float(statistics.median(caller for _, caller in observed)),
     )
 
 
@@ -101,7 +104,7 @@ def longest_calls(
                 chat.head = result.head_message_id
                 chat.length += len(part)
 
-            observed = _observe(stats, append)
+            observed = _observe(stats, append, len(part))
             if len(part) == append_size:
                 appended.append(observed)
         reader = open_store(target.url, cold=True)
@@ -110,7 +113,7 @@ def longest_calls(
             reader.load_branch(chain.chat_id)  # connects (HELLO, CLIENT SETINFO) untimed
             for _ in range(reads):
                 forget(reader)
-                read.append(_observe(stats, lambda: reader.load_branch(chain.chat_id)))
+                read.append(_observe(stats, lambda: reader.load_branch(chain.chat_id), read_length))
         finally:
             reader.close()
     return [

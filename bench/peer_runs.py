@@ -58,6 +58,7 @@ def _peer_rows(
         {CTX_APPEND: ctx_append, PING: floors.ping, **extra},
         iterations,
         warmup,
+        settle=floors.ping,
     )
     chat = build_chat(store, f"peer-{label}-read-{length}", length)
     reader = open_store(url, cold=True)
@@ -68,6 +69,7 @@ def _peer_rows(
             iterations,
             warmup,
             before_each=lambda: forget(reader),
+            settle=floors.ping,
         )
     finally:
         reader.close()

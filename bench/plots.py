@@ -9,10 +9,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from results import Results, Timed
-from writers import Throughput
+from writers import Throughput, WriterResults
 
 
 def matplotlib_missing() -> str | None:
@@ -93,7 +92,7 @@ def draw(results: Results, folder: Path) -> list[Path]:
     folder.mkdir(parents=True, exist_ok=True)
     rows = [*results.rows("save"), *results.rows("cold_read"), *results.rows("warm_read")]
     drawn = [_latency(rows, folder / "latency_vs_length.png")]
-    writers: Any = results.scenarios.get("writers")
-    if isinstance(writers, list) and writers:
-        drawn.append(_throughput(writers, folder / "throughput_vs_writers.png"))
+    writers = results.scenarios.get("writers")
+    if isinstance(writers, WriterResults):
+        drawn.append(_throughput(writers.configurations, folder / "throughput_vs_writers.png"))
     return drawn

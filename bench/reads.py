@@ -58,6 +58,7 @@ def cold_read(target: Target, store: Any, length: int, iterations: int, warmup: 
                 iterations,
                 warmup,
                 before_each=lambda: forget(reader),
+                settle=floors.ping,
             )
             extra = {}
             if stats is not None and before is not None:
@@ -104,6 +105,7 @@ def warm_read(
             iterations,
             warmup,
             before_each=lambda: chats.advance(writer),
+            settle=floors.ping,
         )
         return timed(WARM, "store.load_branch", target.label, length, loop, PING)
     finally:
@@ -129,6 +131,7 @@ def warm_resolve(
             iterations,
             warmup,
             before_each=lambda: chats.advance(writer),
+            settle=floors.ping,
         )
         return timed(WARM, "engine.resolve", target.label, length, loop, PING)
     finally:

@@ -101,12 +101,12 @@ def _slow_call(entry: dict[str, Any]) -> SlowCall:
     return SlowCall(name, int(entry["duration"]), nested=address.startswith("?"))
 
 
-def commands_run_by(client: Any, work: Callable[[], object], max_entries: int = 20_000) -> SlowLog:
+def commands_run_by(client: Any, work: Callable[[], object], max_entries: int) -> SlowLog:
     """Every command Redis ran during ``work``, with its duration, from the slow log.
 
-    The threshold is set to 0 (log everything) only around ``work``, then restored. A script is
-    one top-level entry, whatever it runs inside; the newest ``max_entries`` entries are kept,
-    and a script's own entry comes after those of the commands it ran.
+    The threshold is set to 0 (log everything) only around ``work``, then restored. Redis 7
+    also logs each command a script runs, before the script's own entry, so ``max_entries``
+    must cover those: when the log fills up, the oldest entries are dropped (``truncated``).
     """
     previous = client.config_get("slowlog-*")
     client.config_set("slowlog-log-slower-than", 0)

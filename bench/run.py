@@ -145,7 +145,9 @@ def standalone(results: Results, url: str, scale: Scale, stages: Stages, peers: 
         )
         found[WRITERS] = stages.run(
             "concurrent writers",
-            lambda: throughput(url, scale.writer_counts, scale.appends_per_writer),
+            lambda: throughput(
+                url, scale.writer_counts, scale.appends_per_writer, scale.writer_repeats
+            ),
         )
         found[MEMORY] = stages.run(
             "Redis memory per message",

@@ -34,7 +34,7 @@ def store_append(target: Target, store: Any, length: int, iterations: int, warmu
         chat.length += 1
 
     floors = Floors(store.client, pool.chats[0].chat_id)
-    loop = interleave(call, floors.for_write(), iterations, warmup)
+    loop = interleave(call, floors.for_write(), iterations, warmup, settle=floors.ping)
     floors.cleanup()
     return timed(SCENARIO, "store.append", target.label, length, loop, PING)
 
@@ -62,7 +62,7 @@ def engine_save(target: Target, store: Any, length: int, iterations: int, warmup
         engine.save()
 
     floors = Floors(store.client, pool.chats[0].chat_id)
-    loop = interleave(call, floors.for_write(), iterations, warmup)
+    loop = interleave(call, floors.for_write(), iterations, warmup, settle=floors.ping)
     floors.cleanup()
     return timed(SCENARIO, "engine.save", target.label, length, loop, PING)
 

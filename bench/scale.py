@@ -31,9 +31,10 @@ class Scale:
     #: Appends of ``long_append_size`` messages in one call (the first ones build the long chain).
     long_append_size: int
     long_appends: int
-    #: Writer processes (the throughput plot's x axis) and appends per writer.
+    #: Writer processes (the throughput plot's x axis), appends per writer, rounds (medians).
     writer_counts: tuple[int, ...]
     appends_per_writer: int
+    writer_repeats: int
     #: Messages the memory probe stores, in appends of ``memory_batch``.
     memory_messages: int
     memory_batch: int
@@ -57,7 +58,8 @@ FULL = Scale(
     long_append_size=10_000,
     long_appends=10,
     writer_counts=(1, 2, 4, 8),
-    appends_per_writer=400,
+    appends_per_writer=1_000,
+    writer_repeats=3,
     memory_messages=10_000,
     memory_batch=100,
     import_runs=15,
@@ -75,7 +77,8 @@ QUICK = Scale(
     long_append_size=10_000,
     long_appends=2,
     writer_counts=(1, 2, 4, 8),
-    appends_per_writer=100,
+    appends_per_writer=200,
+    writer_repeats=3,
     memory_messages=10_000,
     memory_batch=100,
     import_runs=5,
@@ -95,6 +98,7 @@ SMOKE = Scale(
     long_appends=1,
     writer_counts=(1, 2),
     appends_per_writer=10,
+    writer_repeats=1,
     memory_messages=1_000,
     memory_batch=100,
     import_runs=2,

@@ -15,7 +15,7 @@ from longest_call import LongestCall
 from memory_use import MemoryUse
 from results import Results, Skipped, Timed
 from startup import FirstSave, ImportTime
-from writers import Throughput
+from writers import Throughput, WriterResults
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,7 @@ def longest_table(found: Sequence[LongestCall]) -> Table:
             ", ".join(sorted(set(item.longest_command))),
             "/".join(str(count) for count in sorted(set(item.commands))),
             "/".join(str(count) for count in sorted(set(item.commands_inside_scripts))),
-            us(sorted(item.caller_us)[len(item.caller_us) // 2]),
+            us(item.median_caller_us),
         ]
         for item in found
     ]
@@ -137,9 +137,9 @@ def _integrity(check: Integrity) -> str:
     return f"{check.lost}/{check.duplicated}/{check.orphaned}/{check.unexpected}"
 
 
-def writers_table(found: Sequence[Throughput]) -> Table:
+def writers_table(found: WriterResults) -> Table:
     by_count: dict[int, dict[bool, Throughput]] = {}
-    for item in found:
+    for item in found.configurations:
         by_count.setdefault(item.writers, {})[item.shared_chat] = item
     headers = [
         *("writers", "own chats appends/s", "one chat appends/s", "one/own"),
@@ -153,18 +153,17 @@ def writers_table(found: Sequence[Throughput]) -> Table:
                 str(writers),
                 f"{own.appends_per_s:,.0f}",
                 f"{one.appends_per_s:,.0f}",
-                times(one.appends_per_s / own.appends_per_s),
+                times(found.ratio_one_chat_to_own[writers]),
                 f"{one.rebased:,}",
                 _integrity(own.integrity),
                 _integrity(one.integrity),
             ]
         )
-    return Table(
-        "Concurrent writers (1-message appends, on_conflict=rebase)",
-        headers,
-        rows,
-        [f"{found[0].appends // max(found[0].writers, 1):,} appends per writer"] if found else [],
-    )
+    notes = [
+        f"{found.appends_per_writer:,} appends per writer; median of {found.repeats} rounds;"
+        f" integrity counts summed over the rounds: {'all 0' if found.all_intact else 'NOT 0'}"
+    ]
+    return Table("Concurrent writers (1-message appends, on_conflict=rebase)", headers, rows, notes)
 
 
 def memory_table(found: MemoryUse) -> Table:

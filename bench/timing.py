@@ -7,6 +7,12 @@ report quotes ratios of medians. Noise that lands on one iteration lands on both
 
 Every call is timed on its own with ``time.perf_counter_ns`` so the tail is visible. Python's
 garbage collector stays on (users have it on), after one collection before the loop.
+
+Before each timed call an untimed *settle* call runs (a ``PING``). On this shared machine the
+first round trip after a few milliseconds of CPU work is slow: the scheduler lets the other
+tenants run first (PING measured 40 µs normally, 255 µs right after 5 ms of CPU work, 400 µs
+after 50 ms, and back to 40 µs on the next one). Without the settle call, the floor measured
+right after a long read would carry that penalty and flatter the ratio.
 """
 
 from __future__ import annotations
@@ -69,12 +75,14 @@ def interleave(
     iterations: int,
     warmup: int,
     before_each: Call | None = None,
+    settle: Call | None = None,
 ) -> Interleaved:
     """Time ``call`` and every floor once per iteration, in a rotating order.
 
     ``before_each`` runs untimed at the start of each iteration (emptying a cache, or another
-    worker's append): it sets up the state the call is meant to see. The warm-up iterations run
-    the same sequence untimed (connections, script loading, first-use checks).
+    worker's append): it sets up the state the call is meant to see. ``settle`` runs untimed
+    before each timed call (see the module's docstring). The warm-up iterations run the same
+    sequence untimed (connections, script loading, first-use checks).
     """
     names = ["", *floors]
     timed = {"": call, **floors}
@@ -86,6 +94,8 @@ def interleave(
             before_each()
         shift = index % len(names)
         for name in names[shift:] + names[:shift]:
+            if settle is not None:
+                settle()
             elapsed = _time(timed[name])
             if index >= warmup:
                 samples[name].append(elapsed)

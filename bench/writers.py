@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import multiprocessing
 import random
+import statistics
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -54,7 +55,7 @@ def content(writer: int, index: int) -> str:
     return (tag + _FILLER)[:CONTENT_CHARS]
 
 
-def _run(store: Any, job: Job) -> Done:
+def _append_all(store: Any, job: Job) -> Done:
     head = None
     acknowledged: list[str] = []
     rebased = 0
@@ -76,7 +77,7 @@ def _serve(url: str, cpus: frozenset[int], pipe: Connection) -> None:
     store = open_store(url)
     try:
         while (job := pipe.recv()) is not None:
-            pipe.send(_run(store, job))
+            pipe.send(_append_all(store, job))
     finally:
         store.close()
 
@@ -114,11 +115,9 @@ class WriterPool:
 
 
 @dataclass(frozen=True)
-class Throughput:
-    """One configuration: ``writers`` processes, on one shared chat or one chat each."""
+class Run:
+    """One run of one configuration."""
 
-    writers: int
-    shared_chat: bool
     appends: int
     seconds: float
     appends_per_s: float
@@ -126,9 +125,31 @@ class Throughput:
     integrity: Integrity
 
 
-def _configuration(
-    store: Any, pool: WriterPool, writers: int, shared: bool, count: int, label: str
-) -> Throughput:
+@dataclass(frozen=True)
+class Throughput:
+    """One configuration (``writers`` processes, on one shared chat or one chat each) over
+    its runs: the median rate, and the integrity counts summed over every run."""
+
+    writers: int
+    shared_chat: bool
+    runs: list[Run]
+    appends_per_s: float
+    rebased: int
+    integrity: Integrity
+
+
+@dataclass(frozen=True)
+class WriterResults:
+    """Every configuration, and writers-on-one-chat over writers-on-own-chats per count."""
+
+    appends_per_writer: int
+    repeats: int
+    configurations: list[Throughput]
+    ratio_one_chat_to_own: dict[int, float]
+    all_intact: bool
+
+
+def _round(store: Any, pool: WriterPool, writers: int, shared: bool, count: int, label: str) -> Run:
     chats = [f"{label}-{index}" for index in range(1 if shared else writers)]
     for chat_id in chats:
         store.upsert_chat(chat_id, USER_ID)
@@ -146,9 +167,7 @@ def _configuration(
             for message_id in item.acknowledged
         ]
         integrity = integrity + check_chat(store, chat_id, acked)
-    return Throughput(
-        writers=writers,
-        shared_chat=shared,
+    return Run(
         appends=appends,
         seconds=seconds,
         appends_per_s=appends / seconds,
@@ -157,18 +176,47 @@ def _configuration(
     )
 
 
-def throughput(url: str, counts: tuple[int, ...], per_writer: int) -> list[Throughput]:
-    """Every writer count, separate chats then one shared chat, after a warm-up round."""
+def _summary(writers: int, shared: bool, runs: list[Run]) -> Throughput:
+    integrity = EMPTY
+    for run in runs:
+        integrity = integrity + run.integrity
+    return Throughput(
+        writers=writers,
+        shared_chat=shared,
+        runs=runs,
+        appends_per_s=statistics.median(run.appends_per_s for run in runs),
+        rebased=sum(run.rebased for run in runs),
+        integrity=integrity,
+    )
+
+
+def throughput(url: str, counts: tuple[int, ...], per_writer: int, repeats: int) -> WriterResults:
+    """Every writer count, own chats then one shared chat, ``repeats`` rounds, after a warm-up.
+
+    The rounds go through every configuration before repeating any, so a burst of load on the
+    machine lands on one run of each rather than on every run of one.
+    """
     store = open_store(url)
     pool = WriterPool(url, max(counts))
+    runs: dict[tuple[int, bool], list[Run]] = {}
     try:
-        _configuration(store, pool, max(counts), shared=False, count=3, label="writers-warmup")
-        results = []
-        for writers in counts:
-            for shared in (False, True):
-                label = f"writers-{writers}-{'shared' if shared else 'own'}"
-                results.append(_configuration(store, pool, writers, shared, per_writer, label))
-        return results
+        _round(store, pool, max(counts), shared=False, count=3, label="writers-warmup")
+        for repeat in range(repeats):
+            for writers in counts:
+                for shared in (False, True):
+                    label = f"writers-{writers}-{'shared' if shared else 'own'}-{repeat}"
+                    runs.setdefault((writers, shared), []).append(
+                        _round(store, pool, writers, shared, per_writer, label)
+                    )
     finally:
         pool.close()
         store.close()
+    found = [_summary(writers, shared, items) for (writers, shared), items in runs.items()]
+    rate = {(item.writers, item.shared_chat): item.appends_per_s for item in found}
+    return WriterResults(
+        appends_per_writer=per_writer,
+        repeats=repeats,
+        configurations=found,
+        ratio_one_chat_to_own={n: rate[(n, True)] / rate[(n, False)] for n in counts},
+        all_intact=all(item.integrity.ok for item in found),
+    )
