@@ -7,6 +7,7 @@ dashed line of the same colour, so the gap is visible at every length.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -46,7 +47,7 @@ def _latency(rows: Sequence[Timed], path: Path) -> Path:
             linestyle="--",
             color=line.get_color(),
             alpha=0.6,
-            label=f"  floor: {points[0].ratio_floor.split(' ')[0]}",
+            label=f"  floor: {re.sub(r' [0-9,]+', ' N', points[0].ratio_floor)}",
         )
     axis.set_xscale("log")
     axis.set_yscale("log")

@@ -160,7 +160,8 @@ def writers_table(found: WriterResults) -> Table:
             ]
         )
     notes = [
-        f"{found.appends_per_writer:,} appends per writer; median of {found.repeats} rounds;"
+        f"{found.appends_per_writer:,} appends per writer; rates: median of {found.repeats}"
+        " rounds; one/own: median of the per-round ratios;"
         f" integrity counts summed over the rounds: {'all 0' if found.all_intact else 'NOT 0'}"
     ]
     return Table("Concurrent writers (1-message appends, on_conflict=rebase)", headers, rows, notes)
