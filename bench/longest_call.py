@@ -90,7 +90,7 @@ def longest_calls(
     chain = Chat("longest-read")
     store.upsert_chat(chain.chat_id, USER_ID)
     appended: list[Observed] = []
-    with target.stats_client(store, chain.chat_id) as stats:
+    with target.stats_client(chain.chat_id) as stats:
         parts = list(batches(read_length, append_size))
         for index in range(max(appends, len(parts))):
             if index < len(parts):

@@ -46,7 +46,7 @@ def _key_bytes(stats: Any, chat_id: str) -> tuple[int, int]:
 def memory_per_message(target: Target, store: Any, count: int, batch: int) -> MemoryUse:
     """Store ``count`` 200-character messages in a new chat, ``batch`` per append."""
     chat_id = "memory-probe"
-    with target.stats_client(store, chat_id) as stats:
+    with target.stats_client(chat_id) as stats:
         if stats is None:
             raise RuntimeError("the memory probe needs a Redis server")
         store.client.ping()

@@ -50,7 +50,7 @@ def cold_read(target: Target, store: Any, length: int, iterations: int, warmup: 
         if got != length:
             raise RuntimeError(f"cold read returned {got} messages, expected {length}")
         floors = Floors(reader.client, chat.chat_id)
-        with target.stats_client(store, chat.chat_id) as stats:
+        with target.stats_client(chat.chat_id) as stats:
             before = command_stats(stats) if stats is not None else None
             loop = interleave(
                 lambda: reader.load_branch(chat.chat_id),

@@ -10,7 +10,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
 
 import redis
 from redis.cluster import RedisCluster
@@ -27,19 +26,32 @@ class Target:
     def is_embedded(self) -> bool:
         return self.url.startswith("memory://")
 
+    @property
+    def is_cluster(self) -> bool:
+        return self.url.startswith("redis+cluster://")
+
+    def _address(self, chat_id: str) -> tuple[str, int]:
+        """Host and port of the server (for a cluster: of the node serving ``chat_id``)."""
+        host_port = self.url.split("://", 1)[1].split("/", 1)[0]
+        host, port = host_port.rsplit(":", 1)
+        if not self.is_cluster:
+            return host, int(port)
+        cluster = RedisCluster(host=host, port=int(port))
+        try:
+            node = cluster.get_node_from_key(chat_key_pattern(chat_id))
+            return str(node.host), int(node.port)
+        finally:
+            cluster.close()
+
     @contextmanager
-    def stats_client(self, store: Any, chat_id: str) -> Iterator[redis.Redis | None]:
-        """A plain client on the node serving ``chat_id`` (None for the embedded store)."""
+    def stats_client(self, chat_id: str) -> Iterator[redis.Redis | None]:
+        """A plain client of its own on the server (or cluster node) serving ``chat_id``;
+        None for the embedded store. It never goes through the store being measured."""
         if self.is_embedded:
             yield None
             return
-        client = store.client
-        if isinstance(client, RedisCluster):
-            node = client.get_node_from_key(chat_key_pattern(chat_id))
-            plain = redis.Redis(host=node.host, port=node.port)
-        else:
-            kwargs = client.connection_pool.connection_kwargs
-            plain = redis.Redis(host=kwargs["host"], port=kwargs["port"])
+        host, port = self._address(chat_id)
+        plain = redis.Redis(host=host, port=port)
         try:
             yield plain
         finally:

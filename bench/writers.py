@@ -23,7 +23,7 @@ from typing import Any
 
 from integrity import EMPTY, Integrity, check_chat
 from pinning import original_cpus, unpin
-from stores import open_store
+from stores import forget, open_store
 from workload import CONTENT_CHARS, USER_ID, text_of_length
 
 SCENARIO = "writers"
@@ -168,6 +168,7 @@ def _round(store: Any, pool: WriterPool, writers: int, shared: bool, count: int,
             if shared or job.writer == chat_index
             for message_id in item.acknowledged
         ]
+        forget(store)  # read back what Redis holds, not what this process cached
         integrity = integrity + check_chat(store, chat_id, acked)
     return Run(
         appends=appends,
@@ -199,7 +200,7 @@ def throughput(url: str, counts: tuple[int, ...], per_writer: int, repeats: int)
     machine lands on one run of each rather than on every run of one; within a round the two
     layouts of a writer count run back to back, in alternating order.
     """
-    store = open_store(url)
+    store = open_store(url, cold=True)
     pool = WriterPool(url, max(counts))
     runs: dict[tuple[int, bool], list[Run]] = {}
     try:
