@@ -50,11 +50,12 @@ def cold_read(target: Target, store: Any, length: int, iterations: int, warmup: 
         if got != length:
             raise RuntimeError(f"cold read returned {got} messages, expected {length}")
         floors = Floors(reader.client, chat.chat_id)
+        floor_calls = floors.for_read(length)  # fills the floor lists before the snapshot
         with target.stats_client(chat.chat_id) as stats:
             before = command_stats(stats) if stats is not None else None
             loop = interleave(
                 lambda: reader.load_branch(chat.chat_id),
-                floors.for_read(length),
+                floor_calls,
                 iterations,
                 warmup,
                 before_each=lambda: forget(reader),

@@ -50,9 +50,9 @@ FULL = Scale(
     name="full",
     lengths=(10, 100, 1_000, 10_000),
     save_iterations=1_000,
-    read_iterations={10: 1_000, 100: 1_000, 1_000: 200, 10_000: 40},
+    read_iterations={10: 1_000, 100: 1_000, 1_000: 300, 10_000: 60},
     side_length=1_000,
-    side_iterations=200,
+    side_iterations=300,
     long_read_length=100_000,
     long_reads=5,
     long_append_size=10_000,
@@ -62,7 +62,7 @@ FULL = Scale(
     writer_repeats=9,
     memory_messages=10_000,
     memory_batch=100,
-    import_runs=15,
+    import_runs=20,
 )
 
 QUICK = Scale(
