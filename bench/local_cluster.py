@@ -37,7 +37,7 @@ class LocalCluster:
 def _cluster_ok(port: int) -> bool:
     client = redis.Redis(host=HOST, port=port)
     try:
-        info = client.execute_command("CLUSTER", "INFO")
+        info = client.execute_command("CLUSTER", "INFO")  # type: ignore[no-untyped-call]
     finally:
         client.close()
     text = info.decode() if isinstance(info, bytes) else str(info)

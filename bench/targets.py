@@ -38,7 +38,7 @@ class Target:
             return host, int(port)
         cluster = RedisCluster(host=host, port=int(port))
         try:
-            node = cluster.get_node_from_key(chat_key_pattern(chat_id))
+            node = cluster.get_node_from_key(chat_key_pattern(chat_id))  # type: ignore[no-untyped-call]
             return str(node.host), int(node.port)
         finally:
             cluster.close()
