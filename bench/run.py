@@ -60,12 +60,12 @@ SCENARIOS = (
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
-    size = parser.add_mutually_exclusive_group()
-    size.add_argument("--quick", action="store_true", help="fewer iterations: a smoke run")
-    size.add_argument(
+    parser.add_argument("--quick", action="store_true", help="fewer iterations: a smoke run")
+    parser.add_argument(
         "--smoke",
         action="store_true",
-        help="tiny sizes (N up to 1,000), no cluster, no peers: proves every scenario runs",
+        help="tiny sizes (N up to 1,000), no cluster, no peers: proves every scenario runs"
+        " (wins over --quick)",
     )
     parser.add_argument("--json", type=Path, metavar="PATH", default=OUT / "results.json")
     parser.add_argument("--markdown", type=Path, metavar="PATH", default=OUT / "report.md")
