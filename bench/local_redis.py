@@ -38,14 +38,28 @@ class LocalRedis:
         return redis.Redis(host=HOST, port=self.port)
 
 
-def free_port() -> int:
-    """A loopback port nobody listens on right now (the OS picks it)."""
+def _port_free(port: int) -> bool:
     with socket.socket() as probe:
-        probe.bind((HOST, 0))
-        return int(probe.getsockname()[1])
+        try:
+            probe.bind((HOST, port))
+        except OSError:
+            return False
+    return True
 
 
-def _spawn(binary: str, port: int, directory: Path) -> subprocess.Popen[bytes]:
+def free_port() -> int:
+    """A loopback port nobody listens on now, whose cluster bus port (+10000) is free too."""
+    while True:
+        with socket.socket() as probe:
+            probe.bind((HOST, 0))
+            port = int(probe.getsockname()[1])
+        if port + 10_000 < 65_536 and _port_free(port + 10_000):
+            return port
+
+
+def _spawn(
+    binary: str, port: int, directory: Path, extra: tuple[str, ...]
+) -> subprocess.Popen[bytes]:
     command = [
         binary,
         "--port", str(port),
@@ -54,6 +68,7 @@ def _spawn(binary: str, port: int, directory: Path) -> subprocess.Popen[bytes]:
         "--appendonly", "no",
         "--dir", str(directory),
         "--logfile", str(directory / "redis.log"),
+        *extra,
     ]  # fmt: skip
     return subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
@@ -75,7 +90,8 @@ def _wait_until_ready(process: subprocess.Popen[bytes], port: int, timeout: floa
         client.close()
 
 
-def _stop(process: subprocess.Popen[bytes]) -> None:
+def stop(process: subprocess.Popen[bytes]) -> None:
+    """Terminate a server this run started (and only that one), killing it if it hangs."""
     process.terminate()
     try:
         process.wait(timeout=10)
@@ -84,7 +100,7 @@ def _stop(process: subprocess.Popen[bytes]) -> None:
         process.wait()
 
 
-def _server_version(port: int) -> str:
+def server_version(port: int) -> str:
     client = redis.Redis(host=HOST, port=port)
     try:
         return str(client.info("server")["redis_version"])
@@ -92,26 +108,38 @@ def _server_version(port: int) -> str:
         client.close()
 
 
-@contextmanager
-def local_redis(attempts: int = 5) -> Iterator[LocalRedis]:
-    """Start ``redis-server`` in a temporary directory, yield it, and stop it afterwards.
+def redis_server_binary() -> str:
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("redis-server is not on PATH; the benchmark needs it")
+    return binary
+
+
+def start_server(
+    directory: Path, *extra: str, attempts: int = 5
+) -> tuple[subprocess.Popen[bytes], int]:
+    """Start one ``redis-server`` in ``directory``; returns the process and its port.
 
     A port picked free can be taken before the server binds it, so a failed start is retried on
     a new port.
     """
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("redis-server is not on PATH; the benchmark needs it")
+    binary = redis_server_binary()
+    directory.mkdir(parents=True, exist_ok=True)
+    for _attempt in range(attempts):
+        port = free_port()
+        process = _spawn(binary, port, directory, extra)
+        if _wait_until_ready(process, port):
+            return process, port
+        stop(process)
+    raise SystemExit(f"could not start redis-server (log in {directory})")
+
+
+@contextmanager
+def local_redis() -> Iterator[LocalRedis]:
+    """Start ``redis-server`` in a temporary directory, yield it, and stop it afterwards."""
     with tempfile.TemporaryDirectory(prefix="ctxstore-bench-") as folder:
-        for _attempt in range(attempts):
-            port = free_port()
-            process = _spawn(binary, port, Path(folder))
-            if _wait_until_ready(process, port):
-                break
-            _stop(process)
-        else:
-            raise SystemExit(f"could not start redis-server (log in {folder})")
+        process, port = start_server(Path(folder))
         try:
-            yield LocalRedis(port, _server_version(port))
+            yield LocalRedis(port, server_version(port))
         finally:
-            _stop(process)
+            stop(process)
