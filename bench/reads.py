@@ -11,8 +11,11 @@
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from typing import Any
+
+from sent import count_sent, top_level_usec
 
 import ctxstore
 
@@ -27,18 +30,39 @@ from workload import USER_ID, Chat, build_chat, build_pool
 
 COLD = "cold_read"
 WARM = "warm_read"
-#: Commands the floors send: excluded from the server time of the measured call.
-FLOOR_COMMANDS = ("ping", "rpush", "lrange")
 
 
-def _server_figures(delta: CommandStats, calls: int, length: int) -> dict[str, float]:
-    usec = delta.server_usec()
+#: Cold reads run again, without floors, to read the server's time of the read alone.
+SERVER_TIME_CALLS = 20
+
+
+def _server_figures(
+    delta: CommandStats, sent: Counter[str], calls: int, length: int
+) -> dict[str, float]:
+    usec = top_level_usec(delta, sent)
     return {
         "redis_us_per_call": usec / calls,
         "redis_us_per_message": usec / (calls * length),
         "scripts_per_call": delta.script_calls() / calls,
-        "commands_per_call": sum(delta.calls.values()) / calls,
+        "commands_per_call": sum(sent.values()) / calls,
     }
+
+
+def _server_time_of_cold_reads(
+    target: Target, reader: Any, chat_id: str, length: int
+) -> dict[str, float]:
+    """Cold reads alone (no floor commands mixed in), with what the client sent counted, so
+    plain commands a read sends after its script (a long read's LRANGEs) count too."""
+    with target.stats_client(chat_id) as stats:
+        if stats is None:
+            return {}
+        before = command_stats(stats)
+        with count_sent() as sent:
+            for _ in range(SERVER_TIME_CALLS):
+                forget(reader)
+                reader.load_branch(chat_id)
+        delta = command_stats(stats).minus(before)
+    return _server_figures(delta, sent, SERVER_TIME_CALLS, length)
 
 
 def cold_read(target: Target, store: Any, length: int, iterations: int, warmup: int) -> Timed:
@@ -50,21 +74,16 @@ def cold_read(target: Target, store: Any, length: int, iterations: int, warmup: 
         if got != length:
             raise RuntimeError(f"cold read returned {got} messages, expected {length}")
         floors = Floors(reader.client, chat.chat_id)
-        floor_calls = floors.for_read(length)  # fills the floor lists before the snapshot
-        with target.stats_client(chat.chat_id) as stats:
-            before = command_stats(stats) if stats is not None else None
-            loop = interleave(
-                lambda: reader.load_branch(chat.chat_id),
-                floor_calls,
-                iterations,
-                warmup,
-                before_each=lambda: forget(reader),
-                settle=floors.ping,
-            )
-            extra = {}
-            if stats is not None and before is not None:
-                delta = command_stats(stats).minus(before).without(FLOOR_COMMANDS)
-                extra = _server_figures(delta, iterations + warmup, length)
+        floor_calls = floors.for_read(length)  # fills the floor lists before the loop
+        loop = interleave(
+            lambda: reader.load_branch(chat.chat_id),
+            floor_calls,
+            iterations,
+            warmup,
+            before_each=lambda: forget(reader),
+            settle=floors.ping,
+        )
+        extra = _server_time_of_cold_reads(target, reader, chat.chat_id, length)
         return timed(
             COLD,
             "store.load_branch",

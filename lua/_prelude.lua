@@ -13,11 +13,13 @@
 --   checkpoint HASH name -> "<position>\t<message id>\t<created_at>\t<seq>"
 --   req / req_old  HASH  request id -> reply summary of recent writes (resend detection), two
 --                 generations rotated every minute and expiring on their own
--- A generated message id is "<position>.<incarnation>": unique, and meaningless in any other
--- incarnation of the chat (a chat deleted and re-created gets a new one).
--- A record is a msgpack array [parent position, created_at, payload, chosen id or nil]; Lua
--- writes its first element and treats the rest as opaque bytes (not every Lua has a msgpack
--- library).
+-- A generated message id is "<position>.<incarnation>.<tag>": unique, meaningless in any other
+-- incarnation of the chat (a chat deleted and re-created gets a new one), and never reused.
+-- A record is a msgpack array [parent position, created_at, payload, chosen id or nil, tag]:
+-- the parent is -1 for a root and -2 for "the position before mine" (so a client can build the
+-- record before knowing where it lands); the tag is 6 random characters. The client builds
+-- records; Lua rewrites the parent of the few that need it and treats the rest as opaque bytes
+-- (not every Lua has a msgpack library).
 --
 -- Conventions
 --   * Domain errors are error replies "CTX_<CODE> <json details>" (CODE: NOT_FOUND, CONFLICT,
@@ -28,6 +30,8 @@
 --   * Every loop is bounded by the size of something already read or by an ARGV limit.
 
 local FORMAT = '2'
+-- Every record ends with a 6-character random tag (msgpack fixstr: 7 bytes).
+local TAG_LENGTH = 6
 local REQUEST_GENERATION_MS = 60000
 
 local function fail(code, details)
@@ -150,18 +154,30 @@ end
 
 -- Positions, runs and ids ---------------------------------------------------------------------
 
-local function derived_id(pos, inc)
-  return pos .. '.' .. inc
+-- A generated id: position, incarnation and the record's tag. The tag makes the id name that
+-- one record: if Redis loses acknowledged writes (a crash without an fsynced AOF, a failover to
+-- a lagging replica), the positions are handed out again, but never with the same ids.
+local function derived_id(pos, inc, tag)
+  return pos .. '.' .. inc .. '.' .. tag
 end
 
--- The position of message `id`: a generated id of this incarnation, or a chosen id in `alias`.
--- nil when the chat holds no such message. `reserved` is true for an id of the generated form
--- of this incarnation (which a caller may not choose for a new message).
-local function position_of(alias_key, inc, length, id)
-  local digits, tag = string.match(id, '^(%d+)%.([a-z2-7]+)$')
-  if digits and tag == inc then
+local function tag_at(log_key, pos)
+  local record = redis.call('LINDEX', log_key, pos)
+  if not record then
+    return nil
+  end
+  return string.sub(record, -TAG_LENGTH)
+end
+
+-- The position of message `id`: a generated id of this incarnation whose tag matches the
+-- record there, or a chosen id in `alias`; nil when the chat holds no such message.
+-- `reserved` is true for any id of the generated form of this incarnation (which a caller may
+-- not choose for a new message).
+local function position_of(alias_key, log_key, inc, id)
+  local digits, id_inc, tag = string.match(id, '^(%d+)%.([a-z2-7]+)%.([a-z2-7]+)$')
+  if digits and id_inc == inc then
     local pos = tonumber(digits)
-    if tostring(pos) == digits and pos < length then
+    if tostring(pos) == digits and tag_at(log_key, pos) == tag then
       return pos, true
     end
     return nil, true
@@ -173,8 +189,8 @@ local function position_of(alias_key, inc, length, id)
   return nil, false
 end
 
-local function require_position(alias_key, inc, length, id)
-  local pos = position_of(alias_key, inc, length, id)
+local function require_position(alias_key, log_key, inc, id)
+  local pos = position_of(alias_key, log_key, inc, id)
   if not pos then
     fail('NOT_FOUND', {what = 'message', id = id})
   end
@@ -215,27 +231,37 @@ local function parent_at(runs_key, p)
   return parent
 end
 
+-- Runs one call may walk: each is one ZREVRANGEBYSCORE, so a chain of many short runs (two
+-- branches written in turns) is walked over several calls instead of holding Redis.
+local MAX_RUNS_PER_CALL = 1000
+
 -- The ranges of the chain ending at head (newest first, as flat {first, last, ...}), stopping
 -- after the range that reaches `stop` (exclusive) when `stop` is on the chain. Returns the
--- ranges and whether `stop` was met (always true for stop = -1). Each hop moves to an older
--- position, so the walk ends; its length is the number of runs on the chain.
+-- ranges, whether `stop` was met (always true for stop = -1), and the position to walk on from
+-- when the call's run budget ended first (-1 when the walk is complete). Each hop moves to an
+-- older position, so the walk ends.
 local function walk_ranges(runs_key, head, stop)
   local ranges = {}
   local p = head
+  local hops = 0
   while p >= 0 do
+    hops = hops + 1
+    if hops > MAX_RUNS_PER_CALL then
+      return ranges, false, p
+    end
     local start, parent = run_of(runs_key, p)
     if stop >= start and stop <= p then
       if stop < p then
         ranges[#ranges + 1] = stop + 1
         ranges[#ranges + 1] = p
       end
-      return ranges, true
+      return ranges, true, -1
     end
     ranges[#ranges + 1] = start
     ranges[#ranges + 1] = p
     p = parent
   end
-  return ranges, stop < 0
+  return ranges, stop < 0, -1
 end
 
 -- msgpack, the little Lua writes ----------------------------------------------------------------
@@ -358,8 +384,10 @@ local function read_ranges(log_key, ranges, inline)
 end
 
 -- A chain read: {head position, chain length, base, {covered ranges}, {LRANGE replies},
--- {ranges left}}. `base` is `known` when the chain passes through it (the caller holds the chain
--- up to there, read from the same incarnation) and only what follows is read; else -1.
+-- {ranges left}, next}. `base` is `known` when the chain passes through it (the caller holds the
+-- chain up to there, read from the same incarnation) and only what follows is read; else -1.
+-- `next` >= 0 when the walk must go on from that position (get_chain.lua in "walk" mode); the
+-- records are then all left to the caller.
 local function chain_reply(runs_key, log_key, head, depth, max_depth, known, inline)
   if depth > max_depth then
     fail('LIMIT', {what = 'chain depth', limit = max_depth, length = depth})
@@ -367,19 +395,25 @@ local function chain_reply(runs_key, log_key, head, depth, max_depth, known, inl
   if known > head then
     known = -1
   end
-  local ranges, met = walk_ranges(runs_key, head, known)
+  local ranges, met, next_pos = walk_ranges(runs_key, head, known)
   local base = -1
   if met then
     base = known
   end
+  if next_pos >= 0 then
+    inline = 0
+  end
   local covered, parts, left = read_ranges(log_key, ranges, inline)
-  return {head, depth, base, covered, parts, left}
+  return {head, depth, base, covered, parts, left, next_pos}
 end
 
--- The position the caller's cache holds a chain up to, when it is of this incarnation.
-local function known_position(known, known_inc, inc)
-  if known_inc ~= inc then
+-- The position the caller's cache holds a chain up to, when it is of this incarnation and the
+-- record there still has the tag the cache saw (a record lost by Redis and its position reused
+-- never matches).
+local function known_position(log_key, known, known_inc, known_tag, inc)
+  local pos = tonumber(known) or -1
+  if known_inc ~= inc or pos < 0 or tag_at(log_key, pos) ~= known_tag then
     return -1
   end
-  return tonumber(known) or -1
+  return pos
 end

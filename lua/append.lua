@@ -19,10 +19,13 @@
 --                    is answered from its summary), chat_id and index_owner (the chat's id and
 --                    the owner the index keys KEYS[8..9] were built for; "" without them)
 -- ARGV[2] chosen     the messages' chosen ids, tab-separated ("" in a slot: generate one)
--- ARGV[3..] bodies   one per message, oldest first: the msgpack of created_at followed by the
---                    msgpack of the payload
--- Reply: {branch, head id, {stored ids}, rebased (0|1), conflict_fork ("" or the new branch),
---         {branches created}, updated_at, owner, indexed (0|1)}
+-- ARGV[3..] records  one per message, oldest first, built by the client as if each message were
+--                    the child of the one before it in the log (parent -2) and kept its chosen
+--                    id; the script rewrites the few that are not (the first of a new run, an
+--                    edit). Each ends with its 6-character tag.
+-- Reply: {branch, first position, {indexes (1-based) of messages stored under a generated id
+--         although they came with a chosen id: edits}, rebased (0|1), conflict_fork ("" or the
+--         new branch), {branches created}, updated_at, owner, indexed (0|1), incarnation}
 -- Errors: NOT_FOUND (chat, branch, the expected head when forking), CONFLICT (head moved and
 --         on_conflict=raise; message id exists and on_existing=raise), INVALID (duplicate or
 --         reserved ids), FORBIDDEN, REPLACED.
@@ -36,33 +39,21 @@
 -- A resent call (same request id, after its reply was lost) is answered like the first time.
 -- The index entries move inside the script, so they move only when the write succeeded; on a
 -- Cluster they live in other slots and the caller sends them after the reply.
+-- The client computes the stored ids from the first position, the tags and the edits, so a
+-- long append costs Redis little more than its RPUSH.
 
-local FIRST_BODY_ARG = 3
+local FIRST_RECORD_ARG = 3
 
--- The chosen id of each message ("" for a generated one): ARGV[2] split at tabs.
-local function chosen_ids(count)
-  local chosen = {}
-  for id in string.gmatch(ARGV[2] .. '\t', '([^\t]*)\t') do
-    chosen[#chosen + 1] = id
+-- Splits s at tabs into exactly `count` fields.
+local function tab_fields(s, count, what)
+  local out = {}
+  for item in string.gmatch(s .. '\t', '([^\t]*)\t') do
+    out[#out + 1] = item
   end
-  if #chosen ~= count then
-    fail('INVALID', {reason = 'one chosen id slot per message', ids = #chosen, messages = count})
+  if #out ~= count then
+    fail('INVALID', {reason = 'one ' .. what .. ' per message', got = #out, messages = count})
   end
-  return chosen
-end
-
-local function stored_ids(alias, inc, chosen_list, first, count)
-  local ids = {}
-  for i = 1, count do
-    local pos = first + i - 1
-    local chosen = chosen_list[i]
-    if chosen ~= '' and redis.call('HGET', alias, chosen) == tostring(pos) then
-      ids[i] = chosen
-    else
-      ids[i] = derived_id(pos, inc)
-    end
-  end
-  return ids
+  return out
 end
 
 local function index(chat_id, index_owner, owner, updated_at)
@@ -72,6 +63,17 @@ local function index(chat_id, index_owner, owner, updated_at)
   redis.call('ZADD', KEYS[8], 'GT', updated_at, chat_id)
   redis.call('ZADD', KEYS[9], 'GT', updated_at, chat_id)
   return 1
+end
+
+-- A client-built record with its parent set to `parent` (the client wrote -2 right after the
+-- array header) and, for an edit, its chosen id dropped.
+local function rewritten(record, parent, drop_chosen, chosen)
+  local body = string.sub(record, 3)
+  if drop_chosen then
+    local tail = pack_str(chosen) .. string.sub(record, -(TAG_LENGTH + 1))
+    body = string.sub(body, 1, #body - #tail) .. '\192' .. string.sub(record, -(TAG_LENGTH + 1))
+  end
+  return '\149' .. pack_int(parent) .. body
 end
 
 return run(function()
@@ -85,7 +87,8 @@ return run(function()
     fail('INVALID', {reason = 'malformed call fields'})
   end
   now = tonumber(now)
-  local chosen_list = chosen_ids(#ARGV - FIRST_BODY_ARG + 1)
+  local count = #ARGV - FIRST_RECORD_ARG + 1
+  local any_chosen = string.find(ARGV[2], '[^\t]') ~= nil
 
   local owner, inc, fields = open_chat(chat, user, known_inc,
                                        {'updated_at', 'message_count', 'req_since'})
@@ -93,19 +96,21 @@ return run(function()
   local record_name = target
   -- A resend of a call that succeeded finds the head moved on (its own messages), or wrote
   -- under chosen ids (an edit leaves the head where it was): only then can it be one.
-  if record.id ~= expected or string.find(ARGV[2], '[^\t]') then
+  if record.id ~= expected or any_chosen then
     local prior = recall_request(req, req_old, request)
     if prior then
-      local name, first, count, rebased, fork, created =
-        string.match(prior, '^([^\t]*)\t(%d+)\t(%d+)\t(%d)\t([^\t]*)\t(.*)$')
-      local ids = stored_ids(alias, inc, chosen_list, tonumber(first), tonumber(count))
-      local created_list = {}
+      local name, first, rebased, fork, created, edits =
+        string.match(prior, '^([^\t]*)\t(%d+)\t(%d)\t([^\t]*)\t([^\t]*)\t(.*)$')
+      local created_list, edit_list = {}, {}
       for item in string.gmatch(created, '[^\n]+') do
         created_list[#created_list + 1] = item
       end
+      for item in string.gmatch(edits, '%d+') do
+        edit_list[#edit_list + 1] = tonumber(item)
+      end
       local updated_at = tonumber(fields[1])
-      return {name, ids[#ids], ids, tonumber(rebased), fork, created_list, updated_at, owner,
-              index(chat_id, index_owner, owner, updated_at)}
+      return {name, tonumber(first), edit_list, tonumber(rebased), fork, created_list,
+              updated_at, owner, index(chat_id, index_owner, owner, updated_at), inc}
     end
   end
   local message_count = number_field(chat, 'message_count', fields[2])
@@ -129,75 +134,85 @@ return run(function()
     elseif on_conflict == 'fork' then
       cursor, cursor_id = -1, ''
       if expected ~= '' then
-        cursor, cursor_id = require_position(alias, inc, length, expected), expected
+        cursor, cursor_id = require_position(alias, log, inc, expected), expected
       end
       cursor_depth = depth_at(runs, cursor)
       conflict_fork = name_branch(target)
-      new_branches[#new_branches + 1] = {name = conflict_fork, activate = false}
+      new_branches[#new_branches + 1] = {name = conflict_fork, activate = false, pos = cursor,
+                                         id = cursor_id, depth = cursor_depth}
       target = conflict_fork
     else
       fail('INVALID', {reason = 'unknown on_conflict', value = on_conflict})
     end
   end
 
-  local records, new_runs, aliases, ids = {}, {}, {}, {}
+  local chosen_list = nil
+  if any_chosen then
+    chosen_list = tab_fields(ARGV[2], count, 'chosen id slot')
+  end
+  local records, new_runs, aliases, edits = {}, {}, {}, {}
   local heads = {}
   local seen = {}
+  local first = length
   local pos = length - 1
-  for i = FIRST_BODY_ARG, #ARGV do
-    local chosen, body = chosen_list[i - FIRST_BODY_ARG + 1], ARGV[i]
-    local keep_chosen = false
+  local last_tag = ''
+  for i = 1, count do
+    local item = ARGV[FIRST_RECORD_ARG + i - 1]
+    local chosen = chosen_list and chosen_list[i] or ''
+    local edit = false
     if chosen ~= '' then
       if seen[chosen] then
         fail('INVALID', {reason = 'duplicate message id in one append', id = chosen})
       end
       seen[chosen] = true
-      local existing, reserved = position_of(alias, inc, length, chosen)
+      local existing, reserved = position_of(alias, log, inc, chosen)
       if existing then
         if on_existing ~= 'fork' then
           fail('CONFLICT', {reason = 'message_exists', id = chosen})
         end
+        edit = true
+        edits[#edits + 1] = i
         local fork = name_branch(target)
-        new_branches[#new_branches + 1] = {name = fork, activate = true}
-        target = fork
         cursor = parent_at(runs, existing)
         cursor_depth = depth_at(runs, existing) - 1
+        new_branches[#new_branches + 1] = {name = fork, activate = true, pos = cursor, id = '',
+                                           depth = cursor_depth}
+        target = fork
       elseif reserved then
         fail('INVALID', {reason = 'a generated id of this chat cannot be chosen', id = chosen})
       else
-        keep_chosen = true
+        aliases[#aliases + 1] = chosen
+        aliases[#aliases + 1] = pos + 1
       end
     end
     pos = pos + 1
-    local id = derived_id(pos, inc)
-    local tail = '\192'
-    if keep_chosen then
-      id = chosen
-      tail = pack_str(chosen)
-      aliases[#aliases + 1] = chosen
-      aliases[#aliases + 1] = pos
-    end
     cursor_depth = cursor_depth + 1
     if cursor < 0 or cursor ~= pos - 1 then
       new_runs[#new_runs + 1] = pos
       new_runs[#new_runs + 1] = pos .. ':' .. cursor .. ':' .. cursor_depth
+      item = rewritten(item, cursor, edit, chosen)
+    elseif edit then
+      item = rewritten(item, -2, true, chosen)
     end
-    records[#records + 1] = '\148' .. pack_int(cursor) .. body .. tail
-    ids[#ids + 1] = id
-    cursor, cursor_id = pos, id
-    heads[target] = {pos = pos, id = id, depth = cursor_depth}
+    records[i] = item
+    last_tag = string.sub(item, -TAG_LENGTH)
+    if chosen ~= '' and not edit then
+      cursor_id = chosen
+    else
+      cursor_id = derived_id(pos, inc, last_tag)
+    end
+    cursor = pos
+    heads[target] = {pos = pos, id = cursor_id, depth = cursor_depth}
   end
-  local count = #records
 
   -- Phase 2: write.
-  local created, created_names = {}, {}
+  local created_names = {}
   for _, fork in ipairs(new_branches) do
-    create_branch(chat, branch, fork.name, -1, '', 0, now)
+    create_branch(chat, branch, fork.name, fork.pos, fork.id, fork.depth, now)
     created_names[#created_names + 1] = fork.name
     if fork.activate then
       redis.call('HSET', chat, 'active_branch', fork.name)
     end
-    created[fork.name] = true
   end
   if count == 1 then
     redis.call('RPUSH', log, records[1])
@@ -210,9 +225,11 @@ return run(function()
   if #new_runs > 0 then
     in_slices('ZADD', runs, new_runs)
   end
+  -- Each branch that received messages moves to its last one; a fork that received none (a
+  -- conflict fork whose first message is an edit) keeps its start.
   for name, head in pairs(heads) do
     local current = record
-    if created[name] or name ~= record_name then
+    if name ~= record_name then
       current = read_branch(branch, name)
     end
     current.pos, current.id, current.depth = head.pos, head.id, head.depth
@@ -221,9 +238,9 @@ return run(function()
   local updated_at = newer(fields[1], now)
   redis.call('HSET', chat, 'message_count', message_count + count, 'updated_at', updated_at)
   remember_request(chat, req, req_old, request,
-                   target .. '\t' .. length .. '\t' .. count .. '\t' .. rebased .. '\t' ..
-                   conflict_fork .. '\t' .. table.concat(created_names, '\n'),
+                   target .. '\t' .. first .. '\t' .. rebased .. '\t' .. conflict_fork .. '\t' ..
+                   table.concat(created_names, '\n') .. '\t' .. table.concat(edits, ','),
                    fields[3], now)
-  return {target, cursor_id, ids, rebased, conflict_fork, created_names, updated_at, owner,
-          index(chat_id, index_owner, owner, updated_at)}
+  return {target, first, edits, rebased, conflict_fork, created_names, updated_at, owner,
+          index(chat_id, index_owner, owner, updated_at), inc}
 end)

@@ -31,7 +31,7 @@ return run(function()
     local checkpoint = parse_checkpoint(KEYS[6], ARGV[3], raw)
     pos, id = checkpoint.pos, checkpoint.id
   elseif ARGV[3] ~= '' then
-    pos, id = require_position(KEYS[3], inc, redis.call('LLEN', KEYS[2]), ARGV[3]), ARGV[3]
+    pos, id = require_position(KEYS[3], KEYS[2], inc, ARGV[3]), ARGV[3]
   end
   local name = ARGV[5]
   if name == '' then

@@ -13,7 +13,7 @@
 
 return run(function()
   local _, inc = open_chat(KEYS[1], ARGV[1], ARGV[2])
-  local pos = require_position(KEYS[3], inc, redis.call('LLEN', KEYS[2]), ARGV[3])
+  local pos = require_position(KEYS[3], KEYS[2], inc, ARGV[3])
   local parent = parent_at(KEYS[4], pos)
   local records = {redis.call('LINDEX', KEYS[2], pos), ''}
   if parent >= 0 then

@@ -11,36 +11,51 @@
 -- ARGV[6] known      a position whose chain the caller holds already (-1 for none)
 -- ARGV[7] known_inc  the incarnation that chain was read from
 -- ARGV[8] inline     the most records to return in the reply (see get_chain.lua)
--- ARGV[9..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
+-- ARGV[9] known_tag  the tag of the record at `known` when the caller read it
+-- ARGV[10..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
 -- Reply: {created (0|1), flat HGETALL of the chat hash, active branch, its record,
 --         then the chain read of get_chain.lua when load is "1" (head, length, base, covered,
---         records, left), else nothing more}
+--         records, left, next), else nothing more}
 -- Errors: FORBIDDEN when another user owns the chat (nothing is written or read), CORRUPT,
---         LIMIT (chain longer than max_depth).
+--         LIMIT (chain longer than max_depth: checked before anything is written).
 -- This is upsert_chat, and the first call of a context engine: the owner check, the metadata
 -- merge and the read of the conversation happen in one script, one round trip.
+
+local FIRST_METADATA_ARG = 10
 
 return run(function()
   local chat, now = KEYS[1], tonumber(ARGV[2])
   local created = 0
-  if redis.call('EXISTS', chat) == 0 then
+  local inc, fields, active, record = ARGV[3], {}, 'main', nil
+  if redis.call('EXISTS', chat) == 1 then
+    local _owner
+    _owner, inc, fields = open_chat(chat, ARGV[1], '', {'updated_at', 'active_branch'})
+    active = fields[2]
+    record = read_branch(KEYS[4], active)
+    if ARGV[4] == '1' and record.depth > tonumber(ARGV[5]) then
+      fail('LIMIT', {what = 'chain depth', limit = tonumber(ARGV[5]), length = record.depth})
+    end
+  else
     created = 1
-    redis.call('HSET', chat, 'user_id', ARGV[1], 'fmt', FORMAT, 'inc', ARGV[3],
+    redis.call('HSET', chat, 'user_id', ARGV[1], 'fmt', FORMAT, 'inc', inc,
                'created_at', now, 'updated_at', now, 'active_branch', 'main',
                'message_count', 0, 'branch_count', 0, 'branch_seq', 0, 'checkpoint_seq', 0)
     create_branch(chat, KEYS[4], 'main', -1, '', 0, now)
+    record = read_branch(KEYS[4], active)
   end
-  local _, inc, fields = open_chat(chat, ARGV[1], '', {'updated_at'})
-  if #ARGV >= 9 then
-    redis.call('HSET', chat, unpack(ARGV, 9))
+  if #ARGV >= FIRST_METADATA_ARG then
+    local metadata = {}
+    for i = FIRST_METADATA_ARG, #ARGV do
+      metadata[#metadata + 1] = ARGV[i]
+    end
+    in_slices('HSET', chat, metadata)
     redis.call('HSET', chat, 'updated_at', newer(fields[1], now))
   end
-  local active = redis.call('HGET', chat, 'active_branch')
-  local record, raw_branch = read_branch(KEYS[4], active)
-  local reply = {created, redis.call('HGETALL', chat), active, raw_branch}
+  local reply = {created, redis.call('HGETALL', chat), active, format_branch(record)}
   if ARGV[4] == '1' then
     local chain = chain_reply(KEYS[3], KEYS[2], record.pos, record.depth, tonumber(ARGV[5]),
-                              known_position(ARGV[6], ARGV[7], inc), tonumber(ARGV[8]))
+                              known_position(KEYS[2], ARGV[6], ARGV[7], ARGV[9], inc),
+                              tonumber(ARGV[8]))
     for _, item in ipairs(chain) do
       reply[#reply + 1] = item
     end

@@ -16,7 +16,11 @@ return run(function()
     redis.call('HSET', KEYS[1], 'title', ARGV[5])
   end
   if #ARGV > 5 then
-    redis.call('HSET', KEYS[1], unpack(ARGV, 6))
+    local metadata = {}
+    for i = 6, #ARGV do
+      metadata[#metadata + 1] = ARGV[i]
+    end
+    in_slices('HSET', KEYS[1], metadata)
   end
   redis.call('HSET', KEYS[1], 'updated_at', newer(fields[1], tonumber(ARGV[3])))
   return redis.call('HGETALL', KEYS[1])

@@ -13,7 +13,7 @@
 
 return run(function()
   local _, inc = open_chat(KEYS[1], ARGV[1], ARGV[2])
-  local pos = require_position(KEYS[3], inc, redis.call('LLEN', KEYS[2]), ARGV[4])
+  local pos = require_position(KEYS[3], KEYS[2], inc, ARGV[4])
   local seq = redis.call('HINCRBY', KEYS[1], 'checkpoint_seq', 1)
   local raw = pos .. '\t' .. ARGV[4] .. '\t' .. ARGV[5] .. '\t' .. seq
   redis.call('HSET', KEYS[4], ARGV[3], raw)

@@ -114,8 +114,8 @@ def test_long_reads_come_in_bounded_chunks(backend: str, namespace: str) -> None
     store = ctxstore.connect(backend, namespace=namespace, limits=limits, cache_bytes=0)
     store.upsert_chat("c1", "alice")
     head = fill(store, "c1", 30)
-    store.get_chain("c1", head)  # scripts loaded: NOSCRIPT replies are not what is counted
-    side = store.create_branch("c1", f"9.{store.get_chat('c1').incarnation}", name="side")
+    tenth = store.get_chain("c1", head)[9]["id"]  # scripts loaded: NOSCRIPT is not counted
+    side = store.create_branch("c1", tenth, name="side")
     store.append("c1", "side", [user("s1"), user("s2")], expected_head=side.head_message_id)
     with trace_wire() as wire:
         chain = store.get_chain("c1", head)
@@ -165,28 +165,32 @@ def test_generated_ids_name_position_and_incarnation(store: Any) -> None:
     incarnation = store.get_chat("c1").incarnation
     assert re.fullmatch(r"[a-z2-7]{13}", incarnation)
     result = store.append("c1", "main", [user("a"), user("b")], expected_head=None)
-    assert result.message_ids == (f"0.{incarnation}", f"1.{incarnation}")
+    first, second = result.message_ids
+    assert re.fullmatch(rf"0\.{incarnation}\.[a-z2-7]{{6}}", first)
+    assert re.fullmatch(rf"1\.{incarnation}\.[a-z2-7]{{6}}", second)
+    assert [item["id"] for item in store.get_chain("c1", second)] == [first, second]
 
 
 def test_a_generated_id_of_this_chat_cannot_be_chosen(store: Any, snap: Any) -> None:
     store.upsert_chat("c1", "alice")
     incarnation = store.get_chat("c1").incarnation
+
     def chat_keys() -> dict[bytes, Any]:
         # On a Cluster the listing index still moves with a refused write (issue 8): the
         # chat's own keys are what must not change.
         return {key: value for key, value in snap().items() if b"{c1}" in key}
 
     before = chat_keys()
-    reserved = NewMessage(user("x"), id=f"5.{incarnation}")
+    reserved = NewMessage(user("x"), id=f"5.{incarnation}.abcdef")
     with pytest.raises(ctxstore.ValidationError, match="generated id"):
         store.append("c1", "main", [reserved], expected_head=None)
     assert chat_keys() == before
     # The same form with another chat's incarnation is just a chosen id.
     result = store.append(
-        "c1", "main", [NewMessage(user("x"), id="5.aaaaaaaaaaaaa")], expected_head=None
+        "c1", "main", [NewMessage(user("x"), id="5.aaaaaaaaaaaaa.abcdef")], expected_head=None
     )
-    assert result.message_ids == ("5.aaaaaaaaaaaaa",)
-    assert store.get_message("c1", "5.aaaaaaaaaaaaa")["message"] == user("x")
+    assert result.message_ids == ("5.aaaaaaaaaaaaa.abcdef",)
+    assert store.get_message("c1", "5.aaaaaaaaaaaaa.abcdef")["message"] == user("x")
 
 
 def test_a_message_costs_one_list_entry_and_chosen_ids_one_alias_entry(
@@ -223,3 +227,97 @@ def test_a_cache_bound_of_zero_keeps_nothing_and_a_small_one_evicts(namespace: s
     assert small.state.cache.lookup("c2", "branch:") is None  # the oldest went first
     with pytest.raises(ctxstore.ConfigurationError):
         ctxstore.connect(url, cache_bytes=-1)
+
+
+def test_ids_are_never_reused_when_redis_loses_acknowledged_writes(
+    backend: str, namespace: str
+) -> None:
+    """A crash without an fsynced AOF, or a failover to a lagging replica, loses the newest
+    writes and hands their positions out again: never their ids, and no cache serves them."""
+    from tests.support.keyspace import raw_client
+
+    reader = ctxstore.connect(backend, namespace=namespace)
+    writer = ctxstore.connect(backend, namespace=namespace, cache_bytes=0)
+    writer.upsert_chat("c1", "alice")
+    kept = writer.append("c1", "main", [user("hello"), user("hi")], expected_head=None)
+    keys = reader.state.keyspace.chat("c1")
+    client = raw_client(backend)
+    saved = {name: client.dump(keys.key(name)) for name in ("chat", "log", "runs", "branch")}
+    lost = writer.append("c1", "main", [user("LOST")], expected_head=kept.head_message_id)
+    assert contents(reader.load_branch("c1").messages) == ["hello", "hi", "LOST"]
+    for name, value in saved.items():  # Redis comes back without the last write
+        client.restore(keys.key(name), 0, value, replace=True)
+    client.close()
+    new = writer.append("c1", "main", [user("new")], expected_head=kept.head_message_id)
+    assert new.head_message_id != lost.head_message_id  # same position, another id
+    assert new.head_message_id.split(".")[0] == lost.head_message_id.split(".")[0]
+    assert contents(reader.load_branch("c1").messages) == ["hello", "hi", "new"]
+    with pytest.raises(ctxstore.HeadConflictError):  # a writer that saw the lost message
+        writer.append("c1", "main", [user("x")], expected_head=lost.head_message_id)
+    with pytest.raises(ctxstore.MessageNotFoundError):
+        writer.get_message("c1", lost.head_message_id)
+    reader.close()
+    writer.close()
+
+
+def test_a_chain_of_many_short_runs_is_walked_over_several_calls(
+    server_backend: str, namespace: str
+) -> None:
+    """Two branches written in turns make every message a run of its own: the walk is split
+    (1,000 runs a call) so no call holds Redis for long, and the chain is still exact."""
+    store = ctxstore.connect(server_backend, namespace=namespace, cache_bytes=0)
+    store.upsert_chat("c1", "alice")
+    root = store.append("c1", "main", [user("root")], expected_head=None).head_message_id
+    store.create_branch("c1", root, name="side", activate=False)
+    heads = {"main": root, "side": root}
+    for i in range(1100):
+        for branch in ("main", "side"):
+            result = store.append("c1", branch, [user(f"{branch}{i}")], expected_head=heads[branch])
+            heads[branch] = result.head_message_id
+    with trace_wire() as wire:
+        chain = store.load_branch("c1", "main").messages
+    assert contents(chain) == ["root", *(f"main{i}" for i in range(1100))]
+    assert wire.count("EVALSHA") + wire.count("EVAL") == 2  # the walk took two calls
+    assert [item["parent_id"] for item in chain[1:]] == [item["id"] for item in chain[:-1]]
+    store.close()
+
+
+def test_a_conflict_fork_whose_first_message_is_an_edit_starts_at_the_expected_head(
+    store: Any,
+) -> None:
+    store.upsert_chat("c1", "alice")
+    first = store.append(
+        "c1",
+        "main",
+        [NewMessage(user("a"), id="m1"), NewMessage(user("b"), id="m2")],
+        expected_head=None,
+    )
+    result = store.append(
+        "c1",
+        "main",
+        [NewMessage(user("b2"), id="m2")],
+        expected_head="m1",  # stale: the head is m2
+        on_conflict="fork",
+        on_existing="fork",
+    )
+    fork = store.get_branch("c1", result.conflict_fork)
+    assert (fork.head_message_id, fork.message_count) == ("m1", 1)
+    assert contents(store.load_branch("c1", result.branch).messages) == ["a", "b2"]
+    assert store.get_branch("c1", "main").head_message_id == first.head_message_id
+
+
+def test_an_open_refused_for_its_chain_length_writes_nothing(store: Any, snap: Any) -> None:
+    store.upsert_chat("c1", "alice")
+    store.append("c1", "main", [user("a"), user("b")], expected_head=None)
+    before = snap()
+    with pytest.raises(ctxstore.LimitExceededError):
+        store.open_chat("c1", "alice", {"k": 1}, load=True, max_depth=1)
+    assert snap() == before
+
+
+def test_thousands_of_metadata_keys_are_merged(store: Any) -> None:
+    many = {f"k{i}": i for i in range(5000)}
+    store.upsert_chat("c1", "alice", many)
+    store.update_chat("c1", metadata={f"j{i}": i for i in range(5000)})
+    metadata = store.get_chat("c1").metadata
+    assert (metadata["k4999"], metadata["j4999"], len(metadata)) == (4999, 4999, 10000)

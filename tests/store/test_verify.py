@@ -250,7 +250,7 @@ def test_a_long_log_is_read_in_chunks(backend: str, namespace: str) -> None:
 
 
 def record(parent: int, chosen: str | None = None) -> bytes:
-    return msgpack.packb([parent, 1_700_000_000_000, user("x"), chosen])
+    return msgpack.packb([parent, 1_700_000_000_000, user("x"), chosen, "abcdef"])
 
 
 def parent_is_itself(client: Any, keys: ChatKeys, _space: Any) -> None:
@@ -279,7 +279,7 @@ def duplicate_chosen_id(client: Any, keys: ChatKeys, _space: Any) -> None:
 
 def reserved_chosen_id(client: Any, keys: ChatKeys, _space: Any) -> None:
     inc = client.hget(keys.key("chat"), "inc").decode()
-    client.lset(keys.key("log"), 6, record(0, f"900.{inc}"))
+    client.lset(keys.key("log"), 6, record(0, f"900.{inc}.abcdef"))
 
 
 RECORDS = [

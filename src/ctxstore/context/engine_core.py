@@ -29,7 +29,7 @@ from ctxstore.context.renderers import (
 )
 from ctxstore.core import branches, chats, checkpoints, opening
 from ctxstore.core import messages as message_ops
-from ctxstore.core.cache import CachedChain
+from ctxstore.core.cache import EMPTY_CHAIN, CachedChain
 from ctxstore.core.chats import metadata_args
 from ctxstore.core.ids import check_key_id, check_name
 from ctxstore.core.protocol import Operation
@@ -41,7 +41,6 @@ from ctxstore.models import (
     CheckpointInfo,
     ConflictPolicy,
     NewMessage,
-    StoredMessage,
 )
 
 
@@ -64,7 +63,6 @@ class ResolveResult:
         return [{"role": "system", "content": self.system_prompt}, *self.messages]
 
 
-_EMPTY_CHAIN = CachedChain("", -1, [], [], 0)
 #: Renderers whose output depends on the fragments and their own settings only.
 _PURE_RENDERERS = (XmlRenderer, MarkdownRenderer, TomlRenderer, ToonRenderer)
 
@@ -107,7 +105,7 @@ class EngineCore:
         # long chain must not pay a scan of it).
         self._last_assistant: str | None = None
         self._last_assistant_known = False
-        self._read_chain: list[StoredMessage] | None = None
+        self._read_chain: CachedChain | None = None
 
     # --- fragments -----------------------------------------------------------------------------
 
@@ -159,7 +157,8 @@ class EngineCore:
     def resolved(self, chain: CachedChain, renderer: Renderer | None) -> ResolveResult:
         """The prompt and the messages: the chain's payloads (shared with the process cache,
         not copied: treat them as read-only), then copies of the pending messages."""
-        messages = chain.payloads + [message_payload(item) for item in self.pending]
+        messages = chain.payloads()
+        messages += [message_payload(item) for item in self.pending]
         return ResolveResult(self.render(renderer), messages)
 
     # --- opening -------------------------------------------------------------------------------
@@ -177,8 +176,8 @@ class EngineCore:
         self.chat = opened.chat
         self._follow(opened.branch)
         if chain is None:
-            return _EMPTY_CHAIN
-        self._learn_last_assistant(chain.messages)
+            return EMPTY_CHAIN
+        self._learn_last_assistant(chain)
         return chain
 
     @property
@@ -201,7 +200,7 @@ class EngineCore:
         self.branch = branch.name
         self.head = branch.head_message_id
 
-    def _learn_last_assistant(self, chain: list[StoredMessage]) -> None:
+    def _learn_last_assistant(self, chain: CachedChain) -> None:
         """Remember the chain read; its last assistant message is searched when needed."""
         self._read_chain = chain
         self._last_assistant_known = True
@@ -212,7 +211,7 @@ class EngineCore:
             self._last_assistant = next(
                 (
                     item["id"]
-                    for item in reversed(self._read_chain)
+                    for item in self._read_chain.newest_first()
                     if item["message"].get("role") == "assistant"
                 ),
                 None,
@@ -232,7 +231,7 @@ class EngineCore:
             self._state, self.chat_id, self.branch, **self._scope
         )
         self._follow(info)
-        self._learn_last_assistant(chain.messages)
+        self._learn_last_assistant(chain)
         return chain
 
     def save_op(self) -> Operation[str | None]:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,13 +34,39 @@ DECODED_FACTOR = 3
 
 @dataclass(frozen=True)
 class CachedChain:
-    """A chain read from incarnation ``incarnation``, root first, ending at position ``head``."""
+    """A chain read from incarnation ``incarnation``, root first, ending at position ``head``.
+
+    The chain is the first ``length`` items of ``shared_messages`` / ``shared_payloads``: lists
+    that a later read of a longer chain through the same head extends in place (see
+    :meth:`ChainCache.extend`), so a warm read copies the chain once, for its caller, instead of
+    building new lists. Never hand those lists out: :meth:`messages` and :meth:`payloads` copy.
+    """
 
     incarnation: str
     head: int
-    messages: list[StoredMessage]
-    payloads: list[dict[str, Any]]
+    #: The tag of the record at ``head`` (a read checks it is still there).
+    head_tag: str
+    length: int
+    shared_messages: list[StoredMessage]
+    shared_payloads: list[dict[str, Any]]
     size: int
+
+    def messages(self) -> list[StoredMessage]:
+        """The chain's messages, root first (a new list of the shared, read-only dicts)."""
+        return self.shared_messages[: self.length]
+
+    def payloads(self) -> list[dict[str, Any]]:
+        """The chain's chat-message payloads, root first (a new list, shared dicts)."""
+        return self.shared_payloads[: self.length]
+
+    def newest_first(self) -> Iterator[StoredMessage]:
+        """The messages from the head back to the root, without copying the chain."""
+        items = self.shared_messages
+        return (items[index] for index in range(self.length - 1, -1, -1))
+
+
+#: A chain of no message.
+EMPTY_CHAIN = CachedChain("", -1, "", 0, [], [], 0)
 
 
 def estimated_size(record_bytes: int, count: int) -> int:
@@ -97,6 +124,22 @@ class ChainCache:
                 self._bytes -= evicted.size
                 if self._latest.get(evicted_chat) == (evicted_chat, evicted_key):
                     del self._latest[evicted_chat]
+
+    def extend(
+        self,
+        base: CachedChain,
+        added: list[StoredMessage],
+        added_payloads: list[dict[str, Any]],
+    ) -> tuple[list[StoredMessage], list[dict[str, Any]]]:
+        """The lists of ``base`` followed by ``added``: ``base``'s own lists extended in place
+        when nothing was appended to them past ``base`` (every view of them stays valid, since
+        a view is a prefix), else new lists."""
+        with self._lock:
+            if len(base.shared_messages) == base.length:
+                base.shared_messages.extend(added)
+                base.shared_payloads.extend(added_payloads)
+                return base.shared_messages, base.shared_payloads
+        return base.messages() + added, base.payloads() + added_payloads
 
     def forget(self, chat_id: str) -> None:
         """Drop every chain of a chat (it was deleted)."""

@@ -1,7 +1,9 @@
 """Message records, and chain reads split into bounded chunks.
 
-A record is the msgpack array ``[parent position, created_at, payload, chosen id or nil]``; the
-append script writes its first element and the rest comes from the client as opaque bytes. A
+A record is the msgpack array ``[parent position, created_at, payload, chosen id or nil, tag]``:
+the parent is -1 for a root and -2 for "the position before mine", so the client builds each
+record before knowing where it lands and the script rewrites only the few whose parent is
+elsewhere. The tag (6 random characters) ends every generated id. A
 script returns a chain as *ranges* of log positions (a chain's positions grow from root to
 head), with the records when there are few. A long chain's records are read by the client with
 plain ``LRANGE`` commands of bounded size, pipelined in one round trip (:func:`fetch_ranges`):
@@ -29,9 +31,18 @@ from ctxstore.results import StoredMessage
 GC_PAUSE_FROM = 256
 
 
-def derived_id(position: int, incarnation: str) -> str:
-    """The id of a message whose id was generated: ``<position>.<incarnation>``."""
-    return f"{position}.{incarnation}"
+#: A record's parent field meaning "the position right before this one".
+PREVIOUS = -2
+
+
+def derived_id(position: int, incarnation: str, tag: str) -> str:
+    """The id of a message whose id was generated: ``<position>.<incarnation>.<tag>``."""
+    return f"{position}.{incarnation}.{tag}"
+
+
+def parent_position(parent: int, position: int) -> int:
+    """A record's parent field as a position (-1 for a root)."""
+    return position - 1 if parent == PREVIOUS else parent
 
 
 @dataclass(frozen=True)
@@ -99,25 +110,28 @@ def _bad_record(key: str, position: int) -> CorruptionError:
     )
 
 
-def record_fields(record: Any, key: str, position: int) -> tuple[int, int, dict[str, Any], Any]:
-    """(parent position, created_at, payload, chosen id or None) of a decoded record."""
-    if not isinstance(record, list) or len(record) < 4:
+def record_fields(
+    record: Any, key: str, position: int
+) -> tuple[int, int, dict[str, Any], str | None, str]:
+    """(parent position, created_at, payload, chosen id or None, tag) of a decoded record."""
+    if not isinstance(record, list) or len(record) < 5:
         raise _bad_record(key, position)
-    parent, created_at, payload, chosen = record[0], record[1], record[2], record[3]
+    parent, created_at, payload, chosen, tag = record[0], record[1], record[2], record[3], record[4]
     if (
         not isinstance(parent, int)
         or not isinstance(created_at, int)
         or not isinstance(payload, dict)
         or not (chosen is None or isinstance(chosen, str))
+        or not isinstance(tag, str)
     ):
         raise _bad_record(key, position)
-    return parent, created_at, payload, chosen
+    return parent_position(parent, position), created_at, payload, chosen, tag
 
 
 def chain_messages(
     parts: Sequence[Slice], incarnation: str, key: str, parent_id: str | None
-) -> tuple[list[StoredMessage], list[dict[str, Any]]]:
-    """The messages of a chain's slices (root first) and their payloads.
+) -> tuple[list[StoredMessage], list[dict[str, Any]], str]:
+    """The messages of a chain's slices (root first), their payloads, and the last one's tag.
 
     Each message's parent is the one before it (``parent_id`` for the first): a chain's records
     are consecutive ancestors, which the script's walk guarantees.
@@ -128,15 +142,16 @@ def chain_messages(
         messages: list[StoredMessage] = []
         payloads: list[dict[str, Any]] = []
         append_message, append_payload = messages.append, payloads.append
+        tag = ""
         for position, record in zip(positions, records, strict=True):
             # record_fields, inlined: this loop runs once per message of every read.
-            if type(record) is not list or len(record) < 4:
+            if type(record) is not list or len(record) < 5:
                 raise _bad_record(key, position)
-            created_at, payload, chosen = record[1], record[2], record[3]
-            if type(payload) is not dict or type(created_at) is not int:
+            created_at, payload, chosen, tag = record[1], record[2], record[3], record[4]
+            if type(payload) is not dict or type(created_at) is not int or type(tag) is not str:
                 raise _bad_record(key, position)
             if chosen is None:
-                message_id = f"{position}.{incarnation}"
+                message_id = f"{position}.{incarnation}.{tag}"
             elif type(chosen) is str:
                 message_id = chosen
             else:
@@ -151,7 +166,7 @@ def chain_messages(
             )
             append_payload(payload)
             parent_id = message_id
-        return messages, payloads
+        return messages, payloads, tag
 
 
 def fetch_ranges(
@@ -209,8 +224,17 @@ class ChainReply:
     base: int
     parts: list[Slice]
     left: list[int]
+    #: Where the walk must go on (another call), -1 when it is complete.
+    next: int
 
 
 def parse_chain_reply(reply: Sequence[Any]) -> ChainReply:
-    head, length, base, covered, parts, left = reply
-    return ChainReply(int(head), int(length), int(base), slices(covered, parts), flat_ranges(left))
+    head, length, base, covered, parts, left, next_position = reply
+    return ChainReply(
+        int(head),
+        int(length),
+        int(base),
+        slices(covered, parts),
+        flat_ranges(left),
+        int(next_position),
+    )

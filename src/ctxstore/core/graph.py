@@ -82,14 +82,16 @@ def _graph(
     nodes = []
     with gc_paused(True):
         for position, record in enumerate(decode_records(parts, key)):
-            parent, created_at, payload, chosen = record_fields(record, key, position)
+            parent, created_at, payload, chosen, tag = record_fields(record, key, position)
             if parent >= position:
                 raise CorruptionError(
                     f"the record at {key} position {position} names a parent not older than it",
                     key=key,
                     field=str(position),
                 )
-            message_id = chosen if chosen is not None else derived_id(position, meta.incarnation)
+            message_id = (
+                chosen if chosen is not None else derived_id(position, meta.incarnation, tag)
+            )
             ids.append(message_id)
             nodes.append(
                 GraphNode(

@@ -17,7 +17,7 @@ from ctxstore.core.chain import (
 )
 from ctxstore.core.chats import chat_context, keys_for, touch_indexes, with_touch
 from ctxstore.core.codec import encode, plain_dict
-from ctxstore.core.ids import check_name, new_request_id
+from ctxstore.core.ids import check_name, new_request_id, new_tags
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Arg, Operation, script_call
 from ctxstore.core.records import branch_info, text
@@ -59,17 +59,23 @@ def check_policy(value: object, allowed: tuple[str, ...], what: str) -> str:
     return str(value)
 
 
+#: A record's start as the client writes it: a 5-element array whose parent is -2, "the
+#: position before mine" (the script rewrites it where the parent is elsewhere).
+_RECORD_HEAD = b"\x95\xfe"
+_NIL = b"\xc0"
+
+
 def append_args(
     state: StoreState,
     messages: Iterable[MessageInput],
     *,
     now: int,
-) -> tuple[str, list[bytes]]:
-    """The chosen ids (tab-separated, "" for each generated one) and the bodies; everything is
+) -> tuple[list[str], list[str], list[bytes]]:
+    """The chosen ids ("" for each generated one), the tags and the records; everything is
     validated and encoded before anything is sent.
 
-    A body is the msgpack of ``created_at`` followed by that of the payload: the script puts the
-    parent position in front and the chosen id (or nil) after, making the record.
+    The client builds each record whole, ``[-2, created_at, payload, chosen id or nil, tag]``,
+    so the script touches only the few whose parent is not the position before them.
     """
     items = list(messages)
     if not items:
@@ -81,7 +87,8 @@ def append_args(
     created = msgpack.packb(now)
     limit = state.limits.max_message_bytes
     chosen_ids: list[str] = []
-    bodies: list[bytes] = []
+    records: list[bytes] = []
+    tags = new_tags(len(items))
     seen: set[str] = set()
     for index, item in enumerate(items):
         where = f"messages[{index}]"
@@ -95,8 +102,12 @@ def append_args(
                 raise ValidationError(f"{where} repeats message id {chosen!r}")
             seen.add(chosen)
         chosen_ids.append(chosen)
-        bodies.append(created + encode(check_payload(payload, where), what=where, limit=limit))
-    return "\t".join(chosen_ids), bodies
+        body = encode(check_payload(payload, where), what=where, limit=limit)
+        chosen_part = msgpack.packb(chosen) if chosen else _NIL
+        records.append(
+            b"".join((_RECORD_HEAD, created, body, chosen_part, msgpack.packb(tags[index])))
+        )
+    return chosen_ids, tags, records
 
 
 def append(
@@ -124,7 +135,7 @@ def append(
     check_policy(on_conflict, _CONFLICT_POLICIES, "on_conflict")
     check_policy(on_existing, _EXISTING_POLICIES, "on_existing")
     now = state.clock()
-    chosen_ids, bodies = append_args(state, messages, now=now)
+    chosen_ids, tags, records = append_args(state, messages, now=now)
     script = load_script("append")
     owner = user_id if user_id is not None else state.owners.get(chat_id)
     keys = keys_for(script, chat)
@@ -146,8 +157,8 @@ def append(
     call = script_call(
         script,
         keys,
-        ("\t".join(fields), chosen_ids, *bodies),
-        parse=_parse_append,
+        ("\t".join(fields), "\t".join(chosen_ids), *records),
+        parse=lambda reply: _parse_append(reply, chosen_ids, tags),
         context=chat_context(chat_id),
     )
     if in_script_index:
@@ -173,12 +184,22 @@ _CONFLICT_POLICIES = get_args(ConflictPolicy)
 _EXISTING_POLICIES = get_args(ExistingPolicy)
 
 
-def _parse_append(reply: Sequence[Any]) -> tuple[AppendResult, str, bool]:
-    target, head, stored, rebased, conflict_fork, created, updated_at, owner, indexed = reply
+def _parse_append(
+    reply: Sequence[Any], chosen_ids: Sequence[str], tags: Sequence[str]
+) -> tuple[AppendResult, str, bool]:
+    """The result, from the first position the script used and the messages that were edits:
+    a message keeps its chosen id unless it was an edit, else gets ``<pos>.<inc>.<tag>``."""
+    target, first, edits, rebased, conflict_fork, created, updated_at, owner, indexed, inc = reply
+    first, inc = int(first), text(inc)
+    edited = {int(index) - 1 for index in edits}
+    stored = tuple(
+        chosen if chosen and index not in edited else f"{first + index}.{inc}.{tags[index]}"
+        for index, chosen in enumerate(chosen_ids)
+    )
     result = AppendResult(
         branch=text(target),
-        head_message_id=text(head),
-        message_ids=tuple(text(i) for i in stored),
+        head_message_id=stored[-1],
+        message_ids=stored,
         rebased=bool(rebased),
         conflict_fork=text(conflict_fork) or None,
         created_branches=tuple(text(b) for b in created),
@@ -228,11 +249,12 @@ def max_depth_arg(state: StoreState, max_depth: int | None) -> int:
     return max_depth
 
 
-def known_args(cached: CachedChain | None) -> tuple[int, str]:
-    """What a read tells the script the caller holds: a position and its incarnation."""
+def known_args(cached: CachedChain | None) -> tuple[int, str, str]:
+    """What a read tells the script the caller holds: a position, its incarnation and the tag
+    of its record."""
     if cached is None:
-        return -1, ""
-    return cached.head, cached.incarnation
+        return -1, "", ""
+    return cached.head, cached.incarnation, cached.head_tag
 
 
 def assemble_chain(
@@ -245,46 +267,73 @@ def assemble_chain(
 ) -> Operation[CachedChain]:
     """The whole chain of a read reply: the cached prefix it builds on, the chunks still to read,
     and the records it carried; kept in the cache for the next read."""
-    if reply.base >= 0 and cached is not None and cached.head == reply.base:
-        prefix, prefix_payloads, prefix_size = cached.messages, cached.payloads, cached.size
-    else:
-        prefix, prefix_payloads, prefix_size = [], [], 0
+    base = cached if reply.base >= 0 and cached is not None and cached.head == reply.base else None
+    if reply.next >= 0:
+        reply = yield from walk_on(state, chat, incarnation, cached, reply)
     parts = reply.parts
     if reply.left:
         parts = yield from fetch_ranges(
             state, chat, incarnation, reply.left, chat_context(chat.chat_id)
         )
     key = chat.key("log")
-    added, added_payloads = chain_messages(
-        parts, incarnation, key, prefix[-1]["id"] if prefix else None
-    )
-    messages = prefix + added if prefix else added
-    payloads = prefix_payloads + added_payloads if prefix else added_payloads
-    if len(messages) != reply.length:
+    parent_id = base.shared_messages[base.length - 1]["id"] if base is not None else None
+    added, added_payloads, head_tag = chain_messages(parts, incarnation, key, parent_id)
+    if not added and base is not None:
+        head_tag = base.head_tag
+    length = (base.length if base is not None else 0) + len(added)
+    if length != reply.length:
         raise CorruptionError(
             f"the chain ending at position {reply.head} of {key} should hold {reply.length} "
-            f"messages, its runs give {len(messages)}",
+            f"messages, its runs give {length}",
             key=key,
             field=str(reply.head),
         )
-    size = prefix_size + estimated_size(
-        sum(len(record) for part in parts for record in part.records), len(added)
-    )
-    chain = CachedChain(incarnation, reply.head, messages, payloads, size)
+    size = estimated_size(sum(len(record) for part in parts for record in part.records), len(added))
+    if base is None:
+        messages, payloads = added, added_payloads
+    else:
+        messages, payloads = state.cache.extend(base, added, added_payloads)
+        size += base.size
+    chain = CachedChain(incarnation, reply.head, head_tag, length, messages, payloads, size)
     if reply.head >= 0:
         state.cache.store(chat.chat_id, cache_key, chain)
     return chain
 
 
+def walk_on(
+    state: StoreState,
+    chat: ChatKeys,
+    incarnation: str,
+    cached: CachedChain | None,
+    reply: ChainReply,
+) -> Operation[ChainReply]:
+    """Finish a walk the script stopped at its run budget (a chain of very many short runs),
+    one bounded call at a time; the records are all left to :func:`fetch_ranges`."""
+    script = load_script("get_chain")
+    left, base, next_position = list(reply.left), reply.base, reply.next
+    while next_position >= 0:
+        more: ChainReply = yield script_call(
+            script,
+            keys_for(script, chat),
+            ("", incarnation, "walk", next_position, *read_args(state, None, cached)),
+            parse=lambda raw: _parse_read(raw)[4],
+            context=chat_context(chat.chat_id),
+        )
+        left = more.left + left  # older ranges come first
+        base, next_position = more.base, more.next
+    return ChainReply(reply.head, reply.length, base, [], left, -1)
+
+
 def read_args(
     state: StoreState, max_depth: int | None, cached: CachedChain | None
 ) -> tuple[Arg, ...]:
-    known, known_inc = known_args(cached)
+    known, known_inc, known_tag = known_args(cached)
     return (
         max_depth_arg(state, max_depth),
         known,
         known_inc,
         state.limits.read_inline_messages,
+        known_tag,
     )
 
 
@@ -319,7 +368,7 @@ def get_chain(
         context=chat_context(chat_id),
     )
     chain = yield from assemble_chain(state, chat, cache_key, cached, inc, reply)
-    return list(chain.messages)
+    return chain.messages()
 
 
 def _parse_read(reply: Sequence[Any]) -> tuple[str, Any, str, str, ChainReply]:
@@ -375,4 +424,4 @@ def load_branch(
     info, chain = yield from read_branch(
         state, chat_id, branch, max_depth=max_depth, user_id=user_id, incarnation=incarnation
     )
-    return BranchChain(info, list(chain.messages))
+    return BranchChain(info, chain.messages())

@@ -70,7 +70,7 @@ def open_chat_op(
         chat=meta,
         created=created,
         branch=info,
-        messages=list(chain.messages) if chain is not None else [],
+        messages=chain.messages() if chain is not None else [],
     )
     return opened, chain
 

@@ -45,7 +45,7 @@ ATTEMPTS = 3
 #: How many differing entries a problem about a whole key names before it just counts.
 EXAMPLES = 3
 
-_GENERATED_ID = re.compile(r"(\d+)\.([a-z2-7]+)")
+_GENERATED_ID = re.compile(r"(\d+)\.([a-z2-7]+)\.([a-z2-7]+)")
 
 
 @dataclass(frozen=True)
@@ -221,6 +221,7 @@ class _Log:
 
     parents: list[int | None] = field(default_factory=list)
     chosen: list[str | None] = field(default_factory=list)
+    tags: list[str | None] = field(default_factory=list)
     depths: list[int | None] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
@@ -235,20 +236,23 @@ class _Log:
         chosen = self.chosen[position]
         if chosen is not None:
             return chosen
-        return None if incarnation is None else derived_id(position, incarnation)
+        tag = self.tags[position]
+        if incarnation is None or tag is None:
+            return None
+        return derived_id(position, incarnation, tag)
 
 
-def _decode(raw: bytes, key: str, position: int) -> tuple[int, str | None] | Problem:
-    """The parent and chosen id of one record, or why it is not a message record."""
+def _decode(raw: bytes, key: str, position: int) -> tuple[int, str | None, str] | Problem:
+    """The parent, chosen id and tag of one record, or why it is not a message record."""
     try:
         record = msgpack.unpackb(raw, raw=False, strict_map_key=False)
     except Exception as exc:  # msgpack raises several unrelated types for bad input
         return Problem("record", key, str(position), f"not valid msgpack ({exc})")
     try:
-        parent, _created_at, _payload, chosen = record_fields(record, key, position)
+        parent, _created_at, _payload, chosen, tag = record_fields(record, key, position)
     except CorruptionError:
         return Problem("record", key, str(position), "not a message record")
-    return parent, chosen
+    return parent, chosen, tag
 
 
 def _scan_log(snapshot: _Snapshot) -> _Log:
@@ -263,11 +267,13 @@ def _scan_log(snapshot: _Snapshot) -> _Log:
                 log.problems.append(decoded)
                 log.parents.append(None)
                 log.chosen.append(None)
+                log.tags.append(None)
                 log.depths.append(None)
                 continue
-            parent, chosen = decoded
+            parent, chosen, tag = decoded
             log.parents.append(parent)
             log.chosen.append(chosen)
+            log.tags.append(tag)
             log.depths.append(_depth(log, key, position, parent))
             if chosen is not None:
                 _check_chosen(log, key, position, chosen, seen, snapshot.incarnation)
