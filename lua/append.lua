@@ -146,19 +146,38 @@ return run(function()
     end
   end
 
-  local chosen_list = nil
+  local records, new_runs, aliases, edits = {}, {}, {}, {}
+  local heads = {}
+  local first = length
+  -- Without chosen ids (the usual case) only the first record can need a new parent: the rest
+  -- go from ARGV to RPUSH untouched, so a long append costs Redis little more than the RPUSH.
+  local passthrough = not any_chosen
+  if passthrough then
+    local head_record = ARGV[FIRST_RECORD_ARG]
+    if cursor < 0 or cursor ~= first - 1 then
+      new_runs = {first, first .. ':' .. cursor .. ':' .. (cursor_depth + 1)}
+      head_record = rewritten(head_record, cursor, false, '')
+    end
+    records[1] = head_record
+    cursor = first + count - 1
+    cursor_depth = cursor_depth + count
+    local last_record = ARGV[#ARGV]
+    if count == 1 then
+      last_record = head_record
+    end
+    cursor_id = derived_id(cursor, inc, string.sub(last_record, -TAG_LENGTH))
+    heads[target] = {pos = cursor, id = cursor_id, depth = cursor_depth}
+  end
+  local chosen_list = {}
   if any_chosen then
     chosen_list = tab_fields(ARGV[2], count, 'chosen id slot')
   end
-  local records, new_runs, aliases, edits = {}, {}, {}, {}
-  local heads = {}
   local seen = {}
-  local first = length
   local pos = length - 1
   local last_tag = ''
-  for i = 1, count do
+  for i = 1, passthrough and 0 or count do
     local item = ARGV[FIRST_RECORD_ARG + i - 1]
-    local chosen = chosen_list and chosen_list[i] or ''
+    local chosen = chosen_list[i]
     local edit = false
     if chosen ~= '' then
       if seen[chosen] then
@@ -214,8 +233,11 @@ return run(function()
       redis.call('HSET', chat, 'active_branch', fork.name)
     end
   end
-  if count == 1 then
+  if passthrough then
     redis.call('RPUSH', log, records[1])
+    for from = FIRST_RECORD_ARG + 1, #ARGV, 1000 do
+      redis.call('RPUSH', log, unpack(ARGV, from, math.min(from + 999, #ARGV)))
+    end
   else
     in_slices('RPUSH', log, records)
   end

@@ -85,7 +85,9 @@ class AsyncStore:
 
     async def run(self, operation: Operation[T]) -> T:
         """Drive a core operation to its result, one round trip per step."""
-        exchange = Exchange(with_startup_checks(self._state, operation))
+        if self._state.check_server:
+            operation = with_startup_checks(self._state, operation)
+        exchange = Exchange(operation)
         while not exchange.done:
             try:
                 replies = await self._send(exchange.request())

@@ -87,7 +87,9 @@ class Store:
 
     def run(self, operation: Operation[T]) -> T:
         """Drive a core operation to its result, one round trip per step."""
-        exchange = Exchange(with_startup_checks(self._state, operation))
+        if self._state.check_server:
+            operation = with_startup_checks(self._state, operation)
+        exchange = Exchange(operation)
         while not exchange.done:
             try:
                 replies = self._send(exchange.request())

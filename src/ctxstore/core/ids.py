@@ -25,8 +25,16 @@ _TAG_BREAKERS = re.compile(r"[{}]")
 _PREFIX_FORBIDDEN = re.compile(r"[{}*?\[\]\\\s]")
 
 
+#: Names that passed :func:`check_name` lately: a worker checks the same few (its chats, "main",
+#: head ids) on every call, and the check is a regex and an encode.
+_CHECKED: set[str] = set()
+_CHECKED_KEPT = 4096
+
+
 def check_name(value: object, what: str) -> str:
     """A message id, branch or checkpoint name, metadata key: a hash field, never part of a key."""
+    if type(value) is str and value in _CHECKED:
+        return value
     if not isinstance(value, str):
         raise InvalidIdError(f"{what} must be a string, got {type(value).__name__}", what=what)
     if not value:
@@ -37,6 +45,9 @@ def check_name(value: object, what: str) -> str:
         )
     if _CONTROL.search(value):
         raise InvalidIdError(f"{what} must not contain control characters: {value!r}", what=what)
+    if len(_CHECKED) >= _CHECKED_KEPT:
+        _CHECKED.clear()
+    _CHECKED.add(value)
     return value
 
 

@@ -40,7 +40,7 @@ if TYPE_CHECKING:
 
 def check_payload(payload: object, where: str) -> dict[str, Any]:
     """A chat-message dict: a mapping with string keys and a non-empty string ``role``."""
-    if not isinstance(payload, Mapping):
+    if type(payload) is not dict and not isinstance(payload, Mapping):
         raise ValidationError(
             f"{where} must be a chat-message mapping, got {type(payload).__name__}"
         )

@@ -31,7 +31,7 @@ def _identity(reply: Any) -> Any:
     return reply
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Call(Generic[T]):
     """One command and how to read its reply.
 

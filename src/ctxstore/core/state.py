@@ -73,6 +73,8 @@ class OwnerCache:
             return owner
 
     def remember(self, chat_id: str, owner: str) -> None:
+        if self._owners.get(chat_id) == owner:  # the usual case: nothing to learn
+            return
         with self._lock:
             self._owners[chat_id] = owner
             self._owners.move_to_end(chat_id)
