@@ -28,6 +28,8 @@ from urllib.parse import urlsplit
 
 from redis.backoff import ExponentialWithJitterBackoff
 from redis.exceptions import ConnectionError as RedisConnectionError
+from redis.exceptions import ResponseError
+from redis.exceptions import TimeoutError as RedisTimeoutError
 from redis.retry import Retry
 
 from ctxstore.core.failures import TRANSPORT_ERRORS, translate
@@ -158,6 +160,65 @@ def adopt_client(client: Any, *, asynchronous: bool) -> Any:
 
 def is_memory_client(client: Any) -> bool:
     return type(client).__module__.startswith("fakeredis")
+
+
+class DirectLine:
+    """One pooled connection a sync store keeps for its single commands.
+
+    redis-py's ``execute_command`` takes a connection from the pool, wraps the call in its retry
+    and observability machinery and gives the connection back, every time: about as much Python
+    as the rest of a save. A store that sends one command at a time (almost every operation)
+    uses this connection directly instead. It is taken without blocking: when another thread of
+    the same store holds it, or when it fails, the command goes through ``execute_command`` as
+    usual (which also gives the retries on a broken connection). Only for a plain
+    ``redis.Redis`` client; a Cluster, an async client or the embedded store never get one.
+    """
+
+    def __init__(self, client: Any) -> None:
+        self._client = client
+        self._pool = client.connection_pool
+        self._connection: Any = None
+        self._pid = os.getpid()
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def serves(client: Any) -> bool:
+        return type(client).__module__ == "redis.client" and type(client).__name__ == "Redis"
+
+    def send(self, command: tuple[Any, ...]) -> Any:
+        """The reply to ``command`` (a ResponseError is returned, not raised)."""
+        if self._lock.acquire(blocking=False):
+            try:
+                if self._pid != os.getpid():  # a forked child never shares the parent's socket
+                    self._connection, self._pid = None, os.getpid()
+                if self._connection is None:
+                    self._connection = self._pool.get_connection()
+                try:
+                    self._connection.send_command(*command)
+                    return self._connection.read_response()
+                except ResponseError as error:
+                    return error
+                except (RedisConnectionError, RedisTimeoutError, OSError):
+                    self._drop()  # below: execute_command retries on a fresh connection
+            finally:
+                self._lock.release()
+        try:
+            return self._client.execute_command(*command)
+        except ResponseError as error:
+            return error
+
+    def _drop(self) -> None:
+        connection, self._connection = self._connection, None
+        if connection is not None:
+            connection.disconnect()
+            self._pool.release(connection)
+
+    def close(self) -> None:
+        """Give the connection back to the pool."""
+        with self._lock:
+            if self._connection is not None:
+                self._pool.release(self._connection)
+                self._connection = None
 
 
 def is_cluster_client(client: Any) -> bool:

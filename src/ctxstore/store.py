@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import ResponseError
 
-from ctxstore.connection import pipeline_router
+from ctxstore.connection import DirectLine, pipeline_router
 from ctxstore.core import branches, chats, checkpoints, graph, listing, opening, verify
 from ctxstore.core import messages as messages_ops
 from ctxstore.core.failures import TRANSPORT_ERRORS
@@ -52,6 +52,7 @@ class Store:
         self._state = state
         self._owns_client = owns_client
         self._route = pipeline_router(client)
+        self._line = DirectLine(client) if DirectLine.serves(client) else None
 
     @property
     def client(self) -> Any:
@@ -71,6 +72,8 @@ class Store:
 
     def close(self) -> None:
         """Close the client if this store created it."""
+        if self._line is not None:
+            self._line.close()
         if self._owns_client:
             self._client.close()
 
@@ -99,6 +102,8 @@ class Store:
         return exchange.result
 
     def _send(self, commands: list[WireCommand]) -> list[Outcome]:
+        if len(commands) == 1 and self._line is not None:
+            return [self._line.send(commands[0])]
         if len(commands) == 1:
             try:
                 return [self._client.execute_command(*commands[0])]

@@ -269,3 +269,22 @@ def test_private_memory_stores_share_nothing() -> None:
     one, two = ctxstore.connect("memory://"), ctxstore.connect("memory://")
     one.upsert_chat("c1", "alice")
     assert two.state.owners.get("c1") is None
+
+
+def test_the_store_recovers_when_redis_drops_its_connections(
+    redis_server: servers.RedisProcess, namespace: str
+) -> None:
+    """A sync store keeps one connection for its single commands: a dropped one is replaced,
+    and the call that found it dropped still succeeds (through redis-py's retries)."""
+    store = ctxstore.connect(redis_server.url, namespace=namespace)
+    store.upsert_chat("c1", "alice")
+    head = store.append("c1", "main", [{"role": "user", "content": "a"}], expected_head=None)
+    killer = redis_server.client()
+    assert killer.client_kill_filter(_type="normal", skipme=True) >= 1
+    killer.close()
+    result = store.append(
+        "c1", "main", [{"role": "user", "content": "b"}], expected_head=head.head_message_id
+    )
+    assert [m["message"]["content"] for m in store.load_branch("c1").messages] == ["a", "b"]
+    assert result.head_message_id == store.get_branch("c1").head_message_id
+    store.close()
