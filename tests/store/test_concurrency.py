@@ -285,7 +285,14 @@ def _assert_linear_chain(
     assert [parents[message_id] for message_id in ids] == [None, *ids[:-1]]
     [info] = store.list_chats()
     assert info.message_count == len(expected_ids)
+    _assert_verified(store, chat_id)
     return chain
+
+
+def _assert_verified(store: ctxstore.Store, chat_id: str) -> None:
+    """Every invariant of the chat holds after the storm (ctxstore verify finds nothing)."""
+    report = store.verify_chat(chat_id)
+    assert report.ok, report.problems
 
 
 def _assert_each_worker_in_order(
@@ -415,6 +422,7 @@ def test_concurrent_auto_named_forks_never_collide(
     assert all(branch.head_message_id == shared_message for branch in listed)
     assert [branch.name for branch in listed if branch.is_active] == ["main"]
     assert shared.get_chat(CHAT).active_branch == "main"
+    _assert_verified(shared, CHAT)
     [info] = shared.list_chats()
     assert info.branch_count == total + 1
 
