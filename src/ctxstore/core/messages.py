@@ -337,6 +337,40 @@ def read_args(
     )
 
 
+def _read_chain(
+    state: StoreState,
+    chat_id: str,
+    mode: str,
+    start: str | None,
+    max_depth: int | None,
+    user_id: str | None,
+    incarnation: str | None,
+) -> Operation[tuple[str, Any, str, CachedChain]]:
+    """One chain read (``mode`` "head" or "branch", see ``lua/get_chain.lua``) through the
+    process cache: (branch name, raw branch record, active branch, the chain as cached)."""
+    chat = state.keyspace.chat(chat_id)
+    if start is not None:
+        check_name(start, mode)
+    script = load_script("get_chain")
+    cache_key = f"{mode}:{start or ''}"
+    cached = state.cache.lookup(chat_id, cache_key)
+    name, raw_branch, active, inc, reply = yield script_call(
+        script,
+        keys_for(script, chat),
+        (
+            user_id or "",
+            incarnation or "",
+            mode,
+            start or "",
+            *read_args(state, max_depth, cached),
+        ),
+        parse=_parse_read,
+        context=chat_context(chat_id),
+    )
+    chain = yield from assemble_chain(state, chat, cache_key, cached, inc, reply)
+    return name, raw_branch, active, chain
+
+
 def get_chain(
     state: StoreState,
     chat_id: str,
@@ -348,26 +382,9 @@ def get_chain(
 ) -> Operation[list[StoredMessage]]:
     """The chain ending at ``head``, root first (empty for ``head=None``): one round trip, or one
     per chunk of a very long chain."""
-    chat = state.keyspace.chat(chat_id)
-    if head is not None:
-        check_name(head, "head")
-    script = load_script("get_chain")
-    cache_key = f"head:{head or ''}"
-    cached = state.cache.lookup(chat_id, cache_key)
-    _name, _raw, _active, inc, reply = yield script_call(
-        script,
-        keys_for(script, chat),
-        (
-            user_id or "",
-            incarnation or "",
-            "head",
-            head or "",
-            *read_args(state, max_depth, cached),
-        ),
-        parse=_parse_read,
-        context=chat_context(chat_id),
+    _name, _raw, _active, chain = yield from _read_chain(
+        state, chat_id, "head", head, max_depth, user_id, incarnation
     )
-    chain = yield from assemble_chain(state, chat, cache_key, cached, inc, reply)
     return chain.messages()
 
 
@@ -387,27 +404,12 @@ def read_branch(
 ) -> Operation[tuple[BranchInfo, CachedChain]]:
     """A branch (the active one for None) and its chain as cached (shared lists: do not change
     them), read in one script; what the process cache holds is not read again."""
-    chat = state.keyspace.chat(chat_id)
-    if branch is not None:
-        check_name(branch, "branch")
-    script = load_script("get_chain")
-    cache_key = f"branch:{branch or ''}"
-    cached = state.cache.lookup(chat_id, cache_key)
-    name, raw_branch, active, inc, reply = yield script_call(
-        script,
-        keys_for(script, chat),
-        (
-            user_id or "",
-            incarnation or "",
-            "branch",
-            branch or "",
-            *read_args(state, max_depth, cached),
-        ),
-        parse=_parse_read,
-        context=chat_context(chat_id),
+    name, raw_branch, active, chain = yield from _read_chain(
+        state, chat_id, "branch", branch, max_depth, user_id, incarnation
     )
-    info, _seq = branch_info(name, raw_branch, active=active, key=chat.key("branch"))
-    chain = yield from assemble_chain(state, chat, cache_key, cached, inc, reply)
+    info, _seq = branch_info(
+        name, raw_branch, active=active, key=state.keyspace.chat(chat_id).key("branch")
+    )
     return info, chain
 
 
