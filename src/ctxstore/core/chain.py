@@ -136,37 +136,46 @@ def chain_messages(
     Each message's parent is the one before it (``parent_id`` for the first): a chain's records
     are consecutive ancestors, which the script's walk guarantees.
     """
+    count = sum(part.last - part.first + 1 for part in parts)
+    if count < GC_PAUSE_FROM:  # the usual warm read: a few new messages, no pause needed
+        return _decode_chain(parts, incarnation, key, parent_id)
+    with gc_paused():
+        return _decode_chain(parts, incarnation, key, parent_id)
+
+
+def _decode_chain(
+    parts: Sequence[Slice], incarnation: str, key: str, parent_id: str | None
+) -> tuple[list[StoredMessage], list[dict[str, Any]], str]:
     positions = [p for part in parts for p in range(part.first, part.last + 1)]
-    with gc_paused(len(positions) >= GC_PAUSE_FROM):
-        records = decode_records(parts, key)
-        messages: list[StoredMessage] = []
-        payloads: list[dict[str, Any]] = []
-        append_message, append_payload = messages.append, payloads.append
-        tag = ""
-        for position, record in zip(positions, records, strict=True):
-            # record_fields, inlined: this loop runs once per message of every read.
-            if type(record) is not list or len(record) < 5:
-                raise _bad_record(key, position)
-            created_at, payload, chosen, tag = record[1], record[2], record[3], record[4]
-            if type(payload) is not dict or type(created_at) is not int or type(tag) is not str:
-                raise _bad_record(key, position)
-            if chosen is None:
-                message_id = f"{position}.{incarnation}.{tag}"
-            elif type(chosen) is str:
-                message_id = chosen
-            else:
-                raise _bad_record(key, position)
-            append_message(
-                {
-                    "id": message_id,
-                    "parent_id": parent_id,
-                    "created_at": created_at,
-                    "message": payload,
-                }
-            )
-            append_payload(payload)
-            parent_id = message_id
-        return messages, payloads, tag
+    records = decode_records(parts, key)
+    messages: list[StoredMessage] = []
+    payloads: list[dict[str, Any]] = []
+    append_message, append_payload = messages.append, payloads.append
+    tag = ""
+    for position, record in zip(positions, records, strict=True):
+        # record_fields, inlined: this loop runs once per message of every read.
+        if type(record) is not list or len(record) < 5:
+            raise _bad_record(key, position)
+        created_at, payload, chosen, tag = record[1], record[2], record[3], record[4]
+        if type(payload) is not dict or type(created_at) is not int or type(tag) is not str:
+            raise _bad_record(key, position)
+        if chosen is None:
+            message_id = f"{position}.{incarnation}.{tag}"
+        elif type(chosen) is str:
+            message_id = chosen
+        else:
+            raise _bad_record(key, position)
+        append_message(
+            {
+                "id": message_id,
+                "parent_id": parent_id,
+                "created_at": created_at,
+                "message": payload,
+            }
+        )
+        append_payload(payload)
+        parent_id = message_id
+    return messages, payloads, tag
 
 
 def fetch_ranges(

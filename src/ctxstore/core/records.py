@@ -135,9 +135,11 @@ def branch_record(name: str, raw: bytes | str, key: str) -> BranchRecord:
 
 
 def to_branch_info(name: str, record: BranchRecord, *, active: str) -> BranchInfo:
+    """The model, built without validation: every field was typed by :func:`branch_record`,
+    and this runs on every read."""
     from ctxstore.models import BranchInfo
 
-    return BranchInfo(
+    return BranchInfo.model_construct(
         name=name,
         head_message_id=record.head,
         is_active=name == active,
