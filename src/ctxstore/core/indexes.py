@@ -1,8 +1,10 @@
 """Maintenance of the cross-chat indexes (chats by last update, per namespace and per user).
 
-The indexes are sorted sets in their own Cluster slots, so the chat scripts cannot update them
-atomically. They are kept by idempotent plain commands sent in the same pipeline as the chat
-script whenever the owner is known (one round trip), or right after it:
+The indexes are sorted sets in their own Cluster slots. On a single server (and the embedded
+store) the append script, the hottest write, takes them as optional keys and moves the chat
+itself, only when the write succeeded. Elsewhere (a Cluster, the other writes) they are kept by
+idempotent plain commands sent in the same pipeline as the chat script whenever the owner is
+known (one round trip), or right after it:
 
 * ``ZADD ... NX`` when a chat may just have been created (never moves an existing score),
 * ``ZADD ... GT`` after a write that bumped ``updated_at`` (never moves a score back, so racing
