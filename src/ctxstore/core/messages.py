@@ -15,7 +15,7 @@ from ctxstore.core.chain import (
     fetch_ranges,
     parse_chain_reply,
 )
-from ctxstore.core.chats import chat_context, keys_for, touch_indexes, with_touch
+from ctxstore.core.chats import chat_context, keys_for, scope_args, touch_indexes, with_touch
 from ctxstore.core.codec import encode, plain_dict
 from ctxstore.core.ids import check_name, new_request_id, new_tags
 from ctxstore.core.keys import ChatKeys
@@ -143,8 +143,7 @@ def append(
     if in_script_index:
         keys = (*keys, *state.keyspace.indexes_of(owner or ""))
     fields = (
-        user_id or "",
-        incarnation or "",
+        *scope_args(user_id, incarnation),
         branch,
         expected_head or "",
         on_conflict,
@@ -234,7 +233,7 @@ def get_message(
     message: StoredMessage = yield script_call(
         script,
         keys_for(script, chat),
-        (user_id or "", incarnation or "", message_id),
+        (*scope_args(user_id, incarnation), message_id),
         parse=parse,
         context=chat_context(chat_id),
     )
@@ -358,8 +357,7 @@ def _read_chain(
         script,
         keys_for(script, chat),
         (
-            user_id or "",
-            incarnation or "",
+            *scope_args(user_id, incarnation),
             mode,
             start or "",
             *read_args(state, max_depth, cached),
