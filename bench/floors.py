@@ -2,6 +2,12 @@
 
 * ``PING``: one round trip through the same client, the least any operation pays.
 * ``RPUSH`` of one message payload: the least a write of one message pays.
+* ``Lua append floor``: a script with the commands the append script runs for one message on
+  the common path (read the chat and the branch, push the record, move the head, update the
+  chat, remember the request id, move both listing indexes) and none of its checks, called
+  with the same number of keys and arguments. It is the least an atomic compare-and-set
+  append with a listing update can cost through redis-py; the gap between it and the
+  measured append is what ctxstore's own Python and Lua add.
 * ``LRANGE`` of N payloads: the least a read of N stored messages pays on the wire.
 * ``LRANGE`` + ``msgpack.unpackb`` of each: the same, decoded into Python dicts, which is
   what a read hands back.
@@ -23,6 +29,21 @@ from workload import messages, payload
 
 PING = "PING"
 RPUSH = "RPUSH 1 payload"
+LUA_APPEND = "Lua append floor"
+
+#: The append script's commands for one message on the common path, without its checks.
+_APPEND_FLOOR_SCRIPT = """
+redis.call('HMGET', KEYS[1], 'user_id', 'fmt', 'inc', 'updated_at', 'message_count', 'req_since')
+redis.call('HGET', KEYS[5], 'main')
+local length = redis.call('LLEN', KEYS[2])
+redis.call('RPUSH', KEYS[2], ARGV[3])
+redis.call('HSET', KEYS[5], 'main', length .. '\\t1.a.b\\t1\\t0\\t' .. length)
+redis.call('HSET', KEYS[1], 'message_count', length + 1, 'updated_at', ARGV[1])
+redis.call('HSET', KEYS[6], ARGV[2], 'main\\t' .. length)
+redis.call('ZADD', KEYS[8], 'GT', ARGV[1], 'floor')
+redis.call('ZADD', KEYS[9], 'GT', ARGV[1], 'floor')
+return {'main', length, {}, 0, '', {}, ARGV[1], 'user', 1, 'inc'}
+"""
 
 
 def lrange_name(length: int) -> str:
@@ -42,6 +63,9 @@ class Floors:
         self._one = payload(messages(1)[0])
         self._push_key = f"bench-floor:{{{tag}}}:push"
         self._node = client.get_node_from_key(self._push_key) if self.is_cluster else None
+        self._append_keys = [f"bench-floor:{{{tag}}}:append:{index}" for index in range(9)]
+        self._append_script = client.register_script(_APPEND_FLOOR_SCRIPT)
+        self._appends = 0
 
     @property
     def is_cluster(self) -> bool:
@@ -54,6 +78,14 @@ class Floors:
 
     def rpush(self) -> object:
         return self.client.rpush(self._push_key, self._one)
+
+    def lua_append(self) -> object:
+        """The append floor script, with the append's key count and argument shapes."""
+        self._appends += 1
+        now = str(1_700_000_000_000 + self._appends)
+        return self._append_script(
+            keys=self._append_keys, args=[now, f"request-{self._appends}", self._one]
+        )
 
     def list_key(self, length: int) -> str:
         return f"bench-floor:{{{self.tag}}}:list:{length}"
@@ -77,7 +109,7 @@ class Floors:
         return lambda: [unpackb(item) for item in self.client.lrange(key, 0, -1)]
 
     def for_write(self) -> dict[str, Callable[[], object]]:
-        return {PING: self.ping, RPUSH: self.rpush}
+        return {PING: self.ping, RPUSH: self.rpush, LUA_APPEND: self.lua_append}
 
     def for_read(self, length: int) -> dict[str, Callable[[], object]]:
         return {
@@ -88,3 +120,5 @@ class Floors:
     def cleanup(self) -> None:
         """Drop the floor keys (they would otherwise count in the memory probe's delta)."""
         self.client.delete(self._push_key)
+        for key in self._append_keys:
+            self.client.delete(key)

@@ -84,7 +84,14 @@ def _skipped(title: str, value: Any) -> Table | None:
 
 
 def save_table(rows: Sequence[Timed], title: str = "Save 1 message at chain length N") -> Table:
-    return _timed_table(title, rows, [("x RPUSH", _other_ratio(lambda _row: "RPUSH 1 payload"))])
+    return _timed_table(
+        title,
+        rows,
+        [
+            ("x RPUSH", _other_ratio(lambda _row: "RPUSH 1 payload")),
+            ("x Lua floor", _other_ratio(lambda _row: "Lua append floor")),
+        ],
+    )
 
 
 def cold_table(rows: Sequence[Timed], title: str = "Cold read of the branch") -> Table:
