@@ -14,7 +14,6 @@ reads its bundled price map instead of fetching one over the network.
 from __future__ import annotations
 
 import logging
-import os
 import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
@@ -23,6 +22,7 @@ from ctxstore.context.fragment import Fragment
 from ctxstore.context.messages import message_payload
 from ctxstore.core.preview import message_text
 from ctxstore.errors import ValidationError
+from ctxstore.llm import import_litellm
 
 __all__ = [
     "DEFAULT_TITLE",
@@ -89,7 +89,7 @@ def generate_chat_title(
     if request is None:
         return fallback
     try:
-        call = completion if completion is not None else _litellm().completion
+        call = completion if completion is not None else import_litellm().completion
         response = call(**request)
     except Exception:
         logger.warning("chat title generation failed; using the static title", exc_info=True)
@@ -109,7 +109,7 @@ async def agenerate_chat_title(
     if request is None:
         return fallback
     try:
-        call = acompletion if acompletion is not None else _litellm().acompletion
+        call = acompletion if acompletion is not None else import_litellm().acompletion
         response = await call(**request)
     except Exception:
         logger.warning("chat title generation failed; using the static title", exc_info=True)
@@ -194,11 +194,3 @@ def _message_text(message: TitleSource) -> str:
         raise ValidationError(f"a chat title needs a message fragment or dict, got {message!r}")
     text = message_text(payload)
     return " ".join(text.split())
-
-
-def _litellm() -> Any:
-    """litellm, imported now; it must not fetch its price map over the network."""
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    return litellm
