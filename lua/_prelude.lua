@@ -13,6 +13,10 @@
 --   checkpoint HASH name -> "<position>\t<message id>\t<created_at>\t<seq>"
 --   req / req_old  HASH  request id -> reply summary of recent writes (resend detection), two
 --                 generations rotated every minute and expiring on their own
+--   tok     STRING TOK_WIDTH bytes per log position: a flags byte (1: the message is a tool
+--                 result) and the tokens of the chain from its root through that message
+--                 (big-endian, 40 bits). A chain's size is one read at its head; a window of
+--                 the newest N tokens is a binary search, with no payload read.
 -- A generated message id is "<position>.<incarnation>.<tag>": unique, meaningless in any other
 -- incarnation of the chat (a chat deleted and re-created gets a new one), and never reused.
 -- A record is a msgpack array [parent position, created_at, payload, chosen id or nil, tag]:
@@ -238,30 +242,167 @@ local MAX_RUNS_PER_CALL = 1000
 -- The ranges of the chain ending at head (newest first, as flat {first, last, ...}), stopping
 -- after the range that reaches `stop` (exclusive) when `stop` is on the chain. Returns the
 -- ranges, whether `stop` was met (always true for stop = -1), and the position to walk on from
--- when the call's run budget ended first (-1 when the walk is complete). Each hop moves to an
--- older position, so the walk ends.
-local function walk_ranges(runs_key, head, stop)
+-- when the call's run budget ended first (-1 when the walk is complete). `limit` (nil: none)
+-- ends the walk after that many messages: a window's newest ones. Each hop moves to an older
+-- position, so the walk ends.
+local function walk_ranges(runs_key, head, stop, limit)
   local ranges = {}
   local p = head
   local hops = 0
+  local left = limit or math.huge  -- messages the caller still wants (a window's newest k)
   while p >= 0 do
     hops = hops + 1
     if hops > MAX_RUNS_PER_CALL then
       return ranges, false, p
     end
     local start, parent = run_of(runs_key, p)
-    if stop >= start and stop <= p then
-      if stop < p then
-        ranges[#ranges + 1] = stop + 1
+    local stops_here = stop >= start and stop <= p
+    if stops_here then
+      start = stop + 1
+    end
+    if p - start + 1 >= left then
+      if left > 0 then
+        ranges[#ranges + 1] = p - left + 1
         ranges[#ranges + 1] = p
       end
+      return ranges, stop < 0 or (stops_here and p - left + 1 <= start), -1
+    end
+    if start <= p then
+      ranges[#ranges + 1] = start
+      ranges[#ranges + 1] = p
+      left = left - (p - start + 1)
+    end
+    if stops_here then
       return ranges, true, -1
     end
-    ranges[#ranges + 1] = start
-    ranges[#ranges + 1] = p
     p = parent
   end
   return ranges, stop < 0, -1
+end
+
+-- The position `steps` messages before p on its chain (by runs: one lookup per run crossed).
+local function position_back(runs_key, p, steps)
+  while steps > 0 do
+    local start = run_of(runs_key, p)
+    if p - start >= steps then
+      return p - steps
+    end
+    steps = steps - (p - start + 1)
+    p = parent_at(runs_key, start)
+  end
+  return p
+end
+
+-- Token entries -------------------------------------------------------------------------------
+
+local TOK_WIDTH = 6
+local TOOL_RESULT = 1
+local MAX_CHAIN_TOKENS = 1099511627775  -- 2^40 - 1
+
+-- Flags and chain tokens of the entry at byte `offset` (0-based) of s.
+local function tok_decode(s, offset)
+  local flags, a, b, c, d, e = string.byte(s, offset + 1, offset + TOK_WIDTH)
+  return flags, (((a * 256 + b) * 256 + c) * 256 + d) * 256 + e
+end
+
+local function tok_encode(flags, total)
+  local out = {}
+  for i = TOK_WIDTH, 2, -1 do
+    local byte = total % 256
+    out[i] = string.char(byte)
+    total = (total - byte) / 256
+  end
+  out[1] = string.char(flags)
+  return table.concat(out)
+end
+
+-- Flags and chain tokens of position p (0, 0 for -1: before a root).
+local function tok_at(tok_key, p)
+  if p < 0 then
+    return 0, 0
+  end
+  local s = redis.call('GETRANGE', tok_key, p * TOK_WIDTH, p * TOK_WIDTH + TOK_WIDTH - 1)
+  if #s ~= TOK_WIDTH then
+    fail('CORRUPT', {key = tok_key, field = tostring(p), reason = 'a position without tokens'})
+  end
+  return tok_decode(s, 0)
+end
+
+-- How many of the newest messages of the chain ending at head (depth messages long) a window
+-- keeps: the longest suffix within max_tokens tokens (nil: any) and max_messages messages
+-- (nil: any) that does not start with a tool result (its call is outside: the group is
+-- dropped whole). When that is empty because of max_tokens, the newest message is kept alone
+-- with its tool group (a tool result comes with the results before it and their call), unless
+-- the group is longer than max_messages. One GETRANGE per run walked and per binary-search
+-- probe; no record is read.
+local function window_size(runs_key, tok_key, head, depth, max_tokens, max_messages)
+  if head < 0 then
+    return 0
+  end
+  local limit = depth
+  if max_messages and max_messages < limit then
+    limit = max_messages
+  end
+  local _, head_total = tok_at(tok_key, head)
+  local floor = -1  -- the chain tokens a kept suffix may start after
+  if max_tokens then
+    floor = head_total - max_tokens
+  end
+  local kept, p, oldest, hops = 0, head, head + 1, 0
+  while p >= 0 and kept < limit and hops < MAX_RUNS_PER_CALL do
+    hops = hops + 1
+    local start, parent = run_of(runs_key, p)
+    local lowest = math.max(start, p - (limit - kept) + 1)
+    local _, before = tok_at(tok_key, lowest == start and parent or lowest - 1)
+    if before < floor then
+      -- Binary search: the oldest q in (lowest, p] whose predecessor q-1 holds >= floor tokens.
+      local lo, hi = lowest + 1, p + 1
+      while lo < hi do
+        local mid = math.floor((lo + hi) / 2)
+        local _, at = tok_at(tok_key, mid - 1)
+        if at >= floor then
+          hi = mid
+        else
+          lo = mid + 1
+        end
+      end
+      lowest = lo
+    end
+    if lowest <= p then
+      kept = kept + p - lowest + 1
+      oldest = lowest
+    end
+    if lowest > start then
+      break
+    end
+    p = parent
+  end
+  -- The oldest kept messages may be tool results whose call fell outside: drop them.
+  while kept > 0 do
+    local flags = tok_at(tok_key, oldest)
+    if flags % 2 ~= TOOL_RESULT then
+      break
+    end
+    kept = kept - 1
+    if kept > 0 then
+      oldest = position_back(runs_key, head, kept - 1)
+    end
+  end
+  if kept == 0 and max_tokens and limit > 0 then
+    -- Nothing fits: the newest message alone, with the tool group it closes.
+    local group, q = 1, head
+    while (tok_at(tok_key, q)) % 2 == TOOL_RESULT do
+      q = parent_at(runs_key, q)
+      if q < 0 then
+        break
+      end
+      group = group + 1
+    end
+    if group <= limit then
+      kept = group
+    end
+  end
+  return kept
 end
 
 -- msgpack, the little Lua writes ----------------------------------------------------------------
@@ -384,18 +525,19 @@ local function read_ranges(log_key, ranges, inline)
 end
 
 -- A chain read: {head position, chain length, base, {covered ranges}, {LRANGE replies},
--- {ranges left}, next}. `base` is `known` when the chain passes through it (the caller holds the
+-- {ranges left}, next}; with `limit`, only the newest `limit` messages (a window: no cache base). `base` is `known` when the chain passes through it (the caller holds the
 -- chain up to there, read from the same incarnation) and only what follows is read; else -1.
 -- `next` >= 0 when the walk must go on from that position (get_chain.lua in "walk" mode); the
 -- records are then all left to the caller.
-local function chain_reply(runs_key, log_key, head, depth, max_depth, known, inline)
-  if depth > max_depth then
-    fail('LIMIT', {what = 'chain depth', limit = max_depth, length = depth})
+local function chain_reply(runs_key, log_key, head, depth, max_depth, known, inline, limit)
+  local length = limit or depth
+  if length > max_depth then
+    fail('LIMIT', {what = 'chain depth', limit = max_depth, length = length})
   end
-  if known > head then
+  if known > head or limit then
     known = -1
   end
-  local ranges, met, next_pos = walk_ranges(runs_key, head, known)
+  local ranges, met, next_pos = walk_ranges(runs_key, head, known, limit)
   local base = -1
   if met then
     base = known

@@ -6,8 +6,9 @@
 -- KEYS[5] branch       branch name -> branch record
 -- KEYS[6] req          request id -> reply summary (this generation)
 -- KEYS[7] req_old      request id -> reply summary (the previous generation)
--- KEYS[8] all_chats    optional: the namespace's chat index (servers without Cluster only)
--- KEYS[9] user_chats   optional: the owner's chat index (with KEYS[8])
+-- KEYS[8] tok          token entries (see the prelude)
+-- KEYS[9] all_chats    optional: the namespace's chat index (servers without Cluster only)
+-- KEYS[10] user_chats  optional: the owner's chat index (with KEYS[9])
 -- ARGV[1] call       the call's fields, tab-separated (one argument: each argument costs the
 --                    client and Redis time on the hottest path):
 --                    user (the caller, "" for anyone: another owner's chat is refused),
@@ -17,9 +18,11 @@
 --                    on_existing (raise | fork: for a message id the chat already holds),
 --                    now (epoch milliseconds), request (request id, "" for none: a resent call
 --                    is answered from its summary), chat_id and index_owner (the chat's id and
---                    the owner the index keys KEYS[8..9] were built for; "" without them)
+--                    the owner the index keys KEYS[9..10] were built for; "" without them)
 -- ARGV[2] chosen     the messages' chosen ids, tab-separated ("" in a slot: generate one)
--- ARGV[3..] records  one per message, oldest first, built by the client as if each message were
+-- ARGV[3] tokens     TOK_WIDTH bytes per message: its flags and its own tokens (the script
+--                    turns them into chain totals)
+-- ARGV[4..] records  one per message, oldest first, built by the client as if each message were
 --                    the child of the one before it in the log (parent -2) and kept its chosen
 --                    id; the script rewrites the few that are not (the first of a new run, an
 --                    edit). Each ends with its 6-character tag.
@@ -42,7 +45,7 @@
 -- The client computes the stored ids from the first position, the tags and the edits, so a
 -- long append costs Redis little more than its RPUSH.
 
-local FIRST_RECORD_ARG = 3
+local FIRST_RECORD_ARG = 4
 
 -- Splits s at tabs into exactly `count` fields.
 local function tab_fields(s, count, what)
@@ -57,11 +60,11 @@ local function tab_fields(s, count, what)
 end
 
 local function index(chat_id, index_owner, owner, updated_at)
-  if KEYS[8] == nil or index_owner ~= owner then
+  if KEYS[9] == nil or index_owner ~= owner then
     return 0
   end
-  redis.call('ZADD', KEYS[8], 'GT', updated_at, chat_id)
   redis.call('ZADD', KEYS[9], 'GT', updated_at, chat_id)
+  redis.call('ZADD', KEYS[10], 'GT', updated_at, chat_id)
   return 1
 end
 
@@ -78,7 +81,7 @@ end
 
 return run(function()
   local chat, log, alias, runs, branch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-  local req, req_old = KEYS[6], KEYS[7]
+  local req, req_old, tok = KEYS[6], KEYS[7], KEYS[8]
   local user, known_inc, target, expected, on_conflict, on_existing, now, request, chat_id,
         index_owner = string.match(ARGV[1],
           '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(%d+)\t([^\t]*)\t' ..
@@ -115,6 +118,23 @@ return run(function()
   end
   local message_count = number_field(chat, 'message_count', fields[2])
   local length = redis.call('LLEN', log)
+  if #ARGV[3] ~= count * TOK_WIDTH then
+    fail('INVALID', {reason = 'one token entry per message', got = #ARGV[3], messages = count})
+  end
+  if redis.call('STRLEN', tok) ~= length * TOK_WIDTH then
+    fail('CORRUPT', {key = tok, reason = 'token entries out of step with the log'})
+  end
+  local entries = {}
+  -- The chain tokens through message i (1-based), after the chain tokens before it.
+  local function entry(i, before)
+    local flags, own = tok_decode(ARGV[3], (i - 1) * TOK_WIDTH)
+    local total = before + own
+    if total > MAX_CHAIN_TOKENS then
+      fail('INVALID', {reason = 'a chain of more than 2^40 tokens'})
+    end
+    entries[i] = tok_encode(flags, total)
+    return total
+  end
   local namer = nil
   local function name_branch(base)
     namer = namer or branch_namer(branch)
@@ -123,6 +143,7 @@ return run(function()
 
   -- Phase 1: decide everything and validate; no writes.
   local cursor, cursor_id, cursor_depth = record.pos, record.id, record.depth
+  local cursor_tokens = -1  -- read when first needed: chain tokens through the cursor
   local rebased = 0
   local conflict_fork = ''
   local new_branches = {}
@@ -137,6 +158,7 @@ return run(function()
         cursor, cursor_id = require_position(alias, log, inc, expected), expected
       end
       cursor_depth = depth_at(runs, cursor)
+      cursor_tokens = -1
       conflict_fork = name_branch(target)
       new_branches[#new_branches + 1] = {name = conflict_fork, activate = false, pos = cursor,
                                          id = cursor_id, depth = cursor_depth}
@@ -159,6 +181,10 @@ return run(function()
       head_record = rewritten(head_record, cursor, false, '')
     end
     records[1] = head_record
+    local total = select(2, tok_at(tok, cursor))
+    for i = 1, count do
+      total = entry(i, total)
+    end
     cursor = first + count - 1
     cursor_depth = cursor_depth + count
     local last_record = ARGV[#ARGV]
@@ -194,6 +220,7 @@ return run(function()
         local fork = name_branch(target)
         cursor = parent_at(runs, existing)
         cursor_depth = depth_at(runs, existing) - 1
+        cursor_tokens = -1
         new_branches[#new_branches + 1] = {name = fork, activate = true, pos = cursor, id = '',
                                            depth = cursor_depth}
         target = fork
@@ -206,6 +233,10 @@ return run(function()
     end
     pos = pos + 1
     cursor_depth = cursor_depth + 1
+    if cursor_tokens < 0 then
+      cursor_tokens = select(2, tok_at(tok, cursor))
+    end
+    cursor_tokens = entry(i, cursor_tokens)
     if cursor < 0 or cursor ~= pos - 1 then
       new_runs[#new_runs + 1] = pos
       new_runs[#new_runs + 1] = pos .. ':' .. cursor .. ':' .. cursor_depth
@@ -233,6 +264,7 @@ return run(function()
       redis.call('HSET', chat, 'active_branch', fork.name)
     end
   end
+  redis.call('APPEND', tok, table.concat(entries))
   if passthrough then
     redis.call('RPUSH', log, records[1])
     for from = FIRST_RECORD_ARG + 1, #ARGV, 1000 do

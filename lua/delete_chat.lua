@@ -8,6 +8,7 @@
 -- KEYS[7] summary     message id -> summary record
 -- KEYS[8] req         recent request ids
 -- KEYS[9] req_old     older request ids
+-- KEYS[10] tok        token entries
 -- ARGV[1] user_id     "" to delete whoever owns it; otherwise only that owner's chat
 -- Reply: {deleted (0|1), owner ("" when nothing was deleted)}
 
@@ -20,6 +21,6 @@ return run(function()
     return {0, ''}
   end
   redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7],
-               KEYS[8], KEYS[9])
+               KEYS[8], KEYS[9], KEYS[10])
   return {1, owner}
 end)

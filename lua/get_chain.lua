@@ -4,6 +4,7 @@
 -- KEYS[3] alias      chosen message id -> position
 -- KEYS[4] runs       run starts
 -- KEYS[5] branch     branch name -> branch record
+-- KEYS[6] tok        token entries (see the prelude)
 -- ARGV[1] user       the caller, "" for anyone: another owner's chat is refused
 -- ARGV[2] inc        the incarnation the caller knows, "" for any
 -- ARGV[3] mode       "head": ARGV[4] is a message id ("" for none);
@@ -16,9 +17,18 @@
 -- ARGV[8] inline     the most records to return in the reply; a longer chain comes back as
 --                    ranges, which the caller reads with LRANGE
 -- ARGV[9] known_tag  the tag of the record at `known` when the caller read it
+-- ARGV[10] max_tokens    a window: the newest messages within this many tokens ("" for any)
+-- ARGV[11] max_messages  a window: at most this many of the newest messages ("" for any); in
+--                        "walk" mode, how many messages the window still wants
+-- ARGV[12] newest        "1": a chain longer than max_depth is cut to its newest max_depth
+--                        messages instead of failing with LIMIT
+-- ARGV[13] count_only    "1": no records, only the chain's size
 -- Reply: {branch name ("" unless branch mode), branch record ("" unless branch mode), active
 --         branch, incarnation, head position, chain length, base, {covered ranges},
---         {LRANGE replies}, {ranges left}, next} (see chain_reply in the prelude)
+--         {LRANGE replies}, {ranges left}, next} (see chain_reply in the prelude), then the
+--         chain's tokens, the number of messages kept (the window's, else the chain length)
+--         and the tokens of those messages. A window that does not start at the root comes
+--         with one more record, the first kept message's parent, for its id.
 -- Errors: NOT_FOUND (chat, branch, head message), CORRUPT, LIMIT (chain longer than max_depth),
 --         FORBIDDEN, REPLACED.
 -- The walk reads one run record per run on the chain, then each run's records with one LRANGE
@@ -44,10 +54,50 @@ return run(function()
     depth = depth_at(KEYS[4], head)
   end
   local inline = tonumber(ARGV[8])
+  local max_depth = tonumber(ARGV[5])
+  local max_tokens, max_messages = tonumber(ARGV[10]), tonumber(ARGV[11])
+  local limit = nil
+  local chain_tokens = 0
   if ARGV[3] == 'walk' then
     inline = 0  -- the records of a walk in several calls are all read with LRANGE after it
+    limit = max_messages
+  else
+    chain_tokens = select(2, tok_at(KEYS[6], head))
+    if max_tokens or max_messages then
+      limit = window_size(KEYS[4], KEYS[6], head, depth, max_tokens, max_messages)
+    end
+    if ARGV[12] == '1' and (limit or depth) > max_depth then
+      limit = max_depth
+    end
+    if ARGV[13] == '1' then
+      limit = 0
+    end
   end
-  local reply = chain_reply(KEYS[4], KEYS[2], head, depth, tonumber(ARGV[5]),
-                            known_position(KEYS[2], ARGV[6], ARGV[7], ARGV[9], inc), inline)
+  local kept = limit or depth
+  local kept_tokens = chain_tokens
+  if limit and ARGV[3] ~= 'walk' then
+    kept_tokens = 0
+    if limit > 0 then
+      local oldest = position_back(KEYS[4], head, limit - 1)
+      kept_tokens = chain_tokens - select(2, tok_at(KEYS[6], parent_at(KEYS[4], oldest)))
+    end
+  end
+  -- A window that does not start at the root also returns the record before it (its parent),
+  -- which the caller needs for the first kept message's parent id and then drops.
+  local read, read_limit = limit, max_depth
+  if limit and ARGV[3] ~= 'walk' then
+    if limit > max_depth then
+      fail('LIMIT', {what = 'chain depth', limit = max_depth, length = limit})
+    end
+    if limit > 0 and limit < depth then
+      read, read_limit = limit + 1, limit + 1
+    end
+  end
+  local reply = chain_reply(KEYS[4], KEYS[2], head, depth, read_limit,
+                            known_position(KEYS[2], ARGV[6], ARGV[7], ARGV[9], inc), inline,
+                            read)
+  reply[#reply + 1] = chain_tokens
+  reply[#reply + 1] = kept
+  reply[#reply + 1] = kept_tokens
   return {name, raw_branch, active, inc, unpack(reply)}
 end)

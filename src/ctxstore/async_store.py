@@ -24,12 +24,14 @@ from ctxstore.factory import store_parts
 from ctxstore.results import (
     AppendResult,
     BranchChain,
+    ChainSize,
     ConflictPolicy,
     ExistingPolicy,
     MessageInput,
     OpenedChat,
     StoredMessage,
 )
+from ctxstore.tokens import TokenCounter
 
 if TYPE_CHECKING:  # the models load pydantic, which the write path never needs
     from ctxstore.models import (
@@ -198,20 +200,45 @@ class AsyncStore:
         return await self.run(messages_ops.get_message(self._state, chat_id, message_id))
 
     async def get_chain(
-        self, chat_id: str, head: str | None, *, max_depth: int | None = None
+        self,
+        chat_id: str,
+        head: str | None,
+        *,
+        max_depth: int | None = None,
+        newest: bool = False,
     ) -> list[StoredMessage]:
-        """The chain ending at ``head``, root first."""
+        """The chain ending at ``head``, root first; with ``newest=True`` a chain longer than
+        ``max_depth`` comes back as its newest ``max_depth`` messages instead of raising."""
         return await self.run(
-            messages_ops.get_chain(self._state, chat_id, head, max_depth=max_depth)
+            messages_ops.get_chain(self._state, chat_id, head, max_depth=max_depth, newest=newest)
         )
 
     async def load_branch(
-        self, chat_id: str, branch: str | None = None, *, max_depth: int | None = None
+        self,
+        chat_id: str,
+        branch: str | None = None,
+        *,
+        max_depth: int | None = None,
+        max_tokens: int | None = None,
+        max_messages: int | None = None,
     ) -> BranchChain:
-        """A branch (the active one for None) with its chain, root first."""
+        """A branch (the active one for None) with its chain, root first; with ``max_tokens`` /
+        ``max_messages`` only the newest messages within that budget (a tool result never
+        starts it; stored token counts, no payload read beyond what is returned)."""
         return await self.run(
-            messages_ops.load_branch(self._state, chat_id, branch, max_depth=max_depth)
+            messages_ops.load_branch(
+                self._state,
+                chat_id,
+                branch,
+                max_depth=max_depth,
+                max_tokens=max_tokens,
+                max_messages=max_messages,
+            )
         )
+
+    async def branch_size(self, chat_id: str, branch: str | None = None) -> ChainSize:
+        """Messages and stored tokens of a branch's chain, without reading a payload."""
+        return await self.run(messages_ops.branch_size(self._state, chat_id, branch))
 
     # --- branches ------------------------------------------------------------------------------
 
@@ -290,6 +317,8 @@ def connect_async(
     limits: Limits | None = None,
     clock: Callable[[], int] | None = None,
     cache_bytes: int | None = None,
+    token_model: str | None = None,
+    estimate_tokens: TokenCounter | None = None,
     **options: Any,
 ) -> AsyncStore:
     """An async store for ``url`` (see :mod:`ctxstore.connection`) or an existing async client.
@@ -300,6 +329,8 @@ def connect_async(
     bounds (message size, chain depth, ...); ``clock`` returns epoch milliseconds (tests);
     ``cache_bytes`` bounds the process cache of chains read (default 32 MiB, 0 turns it off;
     stores of one URL share one cache, the first store's bound holds until another sets one);
+    ``token_model`` / ``estimate_tokens`` count the tokens stored with each message appended
+    (see :mod:`ctxstore.tokens`; default ``o200k_base``);
     other keyword arguments go to the redis-py client.
     """
     client, state, owns = store_parts(
@@ -311,6 +342,8 @@ def connect_async(
         clock=clock,
         options=options,
         cache_bytes=cache_bytes,
+        token_model=token_model,
+        estimate_tokens=estimate_tokens,
     )
     return AsyncStore(client, state, owns_client=owns)
 

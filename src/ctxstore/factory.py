@@ -22,6 +22,7 @@ from ctxstore.core.state import (
     wall_clock_ms,
 )
 from ctxstore.errors import ConfigurationError
+from ctxstore.tokens import TokenCounter, message_counter
 
 
 def store_parts(
@@ -34,6 +35,8 @@ def store_parts(
     clock: Callable[[], int] | None,
     options: dict[str, Any],
     cache_bytes: int | None = None,
+    token_model: str | None = None,
+    estimate_tokens: TokenCounter | None = None,
 ) -> tuple[Any, StoreState, bool]:
     """(client, state, whether the store owns the client) for a URL or an existing client.
 
@@ -45,6 +48,7 @@ def store_parts(
         isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0
     ):
         raise ConfigurationError(f"cache_bytes must be a non-negative integer, got {cache_bytes!r}")
+    counter = message_counter(token_model, estimate_tokens)
     keyspace = Keyspace(prefix=prefix, namespace=namespace)
     if url is None or isinstance(url, str):
         target = parse_url(url)
@@ -65,5 +69,6 @@ def store_parts(
         server=server,
         cache=shared_chain_cache(server, keyspace.base, cache_bytes),
         cluster=is_cluster_client(client),
+        message_tokens=counter,
     )
     return client, state, owns

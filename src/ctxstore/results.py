@@ -66,10 +66,25 @@ MessageInput = Mapping[str, Any] | NewMessage
 
 @dataclass(frozen=True)
 class BranchChain:
-    """A branch and its chain, root first, read in one round trip."""
+    """A branch and its chain (or the window of it asked for), root first, in one round trip.
+
+    ``tokens`` counts the messages returned, ``chain_tokens`` and ``chain_length`` the whole
+    chain (counts as stored at save; -1 where the read did not ask, as when a chat is opened).
+    """
 
     branch: BranchInfo
     messages: list[StoredMessage]
+    tokens: int = -1
+    chain_tokens: int = -1
+    chain_length: int = -1
+
+
+@dataclass(frozen=True)
+class ChainSize:
+    """The size of a branch's chain without its payloads: messages and stored tokens."""
+
+    messages: int
+    tokens: int
 
 
 @dataclass(frozen=True)

@@ -302,3 +302,25 @@ def _litellm_counter(model: str) -> TokenCounter:
         return int(import_litellm().token_counter(model=model, text=text))
 
     return count
+
+
+#: Counts one chat message (with its overhead); what a store stores beside each message.
+MessageCounter = Callable[[Mapping[str, Any]], int]
+
+
+def message_counter(
+    model: str | None = None, estimate_tokens: TokenCounter | None = None
+) -> MessageCounter:
+    """A function counting one message's tokens for ``model``. The tokenizer loads on the first
+    count, not here: a store made at import time of a serverless handler pays nothing yet."""
+    if estimate_tokens is not None and not callable(estimate_tokens):
+        raise ValidationError(
+            f"estimate_tokens must be a function of a text, got {estimate_tokens!r}"
+        )
+    if model is not None and not isinstance(model, str):
+        raise ValidationError(f"model must be a model name or None, got {model!r}")
+
+    def count(message: Mapping[str, Any]) -> int:
+        return message_tokens(message, _text_counter(model, estimate_tokens))
+
+    return count

@@ -242,7 +242,7 @@ def test_ids_are_never_reused_when_redis_loses_acknowledged_writes(
     kept = writer.append("c1", "main", [user("hello"), user("hi")], expected_head=None)
     keys = reader.state.keyspace.chat("c1")
     client = raw_client(backend)
-    saved = {name: client.dump(keys.key(name)) for name in ("chat", "log", "runs", "branch")}
+    saved = {name: client.dump(keys.key(name)) for name in ("chat", "log", "runs", "branch", "tok")}
     lost = writer.append("c1", "main", [user("LOST")], expected_head=kept.head_message_id)
     assert contents(reader.load_branch("c1").messages) == ["hello", "hi", "LOST"]
     for name, value in saved.items():  # Redis comes back without the last write

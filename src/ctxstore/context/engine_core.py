@@ -227,7 +227,7 @@ class EngineCore:
         if not self.opened:
             opened: CachedChain = yield from self.open_op(load=True)
             return opened
-        info, chain = yield from message_ops.read_branch(
+        info, chain, _reply = yield from message_ops.read_branch(
             self._state, self.chat_id, self.branch, **self._scope
         )
         self._follow(info)

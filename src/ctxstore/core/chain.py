@@ -235,10 +235,17 @@ class ChainReply:
     left: list[int]
     #: Where the walk must go on (another call), -1 when it is complete.
     next: int
+    #: The chain's tokens (-1: not asked, as when a chat is opened).
+    tokens: int = -1
+    #: How many of the newest messages the read returns (the chain length unless a window).
+    kept: int = -1
+    #: The tokens of those messages.
+    kept_tokens: int = -1
 
 
 def parse_chain_reply(reply: Sequence[Any]) -> ChainReply:
-    head, length, base, covered, parts, left, next_position = reply
+    head, length, base, covered, parts, left, next_position, *sizes = reply
+    tokens, kept, kept_tokens = (int(value) for value in sizes) if sizes else (-1, -1, -1)
     return ChainReply(
         int(head),
         int(length),
@@ -246,4 +253,7 @@ def parse_chain_reply(reply: Sequence[Any]) -> ChainReply:
         slices(covered, parts),
         flat_ranges(left),
         int(next_position),
+        tokens,
+        kept,
+        kept_tokens,
     )

@@ -12,12 +12,14 @@
     <base>:{<chat>}:summary     HASH  reserved for compaction summaries
     <base>:{<chat>}:req         HASH  request id -> reply summary (resent writes), this minute
     <base>:{<chat>}:req_old     HASH  the same, the minute before
+    <base>:{<chat>}:tok         STRING 6 bytes per log position: flags (tool result) and the
+                                      tokens of the chain from its root through that message
     <base>:idx:chats            ZSET  chat id -> updated_at (every chat of the namespace)
     <base>:idx:user:{<user>}    ZSET  chat id -> updated_at (the chats of one user)
 
 ``<base>`` is ``<prefix>`` or ``<prefix>:<namespace>``, so a tenant's keys match the ACL pattern
 ``<prefix>:<namespace>:*``. One hash tag per chat puts every key a script touches in one Cluster
-slot; a chat is nine keys whatever its length, so deleting it is one UNLINK and nothing ever
+slot; a chat is ten keys whatever its length, so deleting it is one UNLINK and nothing ever
 needs SCAN. A message costs one list entry (its record: parent position, time, payload) and,
 only when the caller chose its id, one alias entry: generated ids are ``<position>.<incarnation>``
 and need no index. The indexes live in their own slots; on a single server the append script
@@ -43,6 +45,7 @@ CHAT_KEY_NAMES = (
     "summary",
     "req",
     "req_old",
+    "tok",
 )
 
 

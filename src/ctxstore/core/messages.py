@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, get_args
 
 import msgpack
@@ -23,16 +24,19 @@ from ctxstore.core.protocol import Arg, Operation, script_call
 from ctxstore.core.records import branch_info, text
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
+from ctxstore.core.token_entries import token_entries
 from ctxstore.errors import CorruptionError, ValidationError
 from ctxstore.results import (
     AppendResult,
     BranchChain,
+    ChainSize,
     ConflictPolicy,
     ExistingPolicy,
     MessageInput,
     NewMessage,
     StoredMessage,
 )
+from ctxstore.tokens import MessageCounter
 
 if TYPE_CHECKING:
     from ctxstore.models import BranchInfo
@@ -70,9 +74,11 @@ def append_args(
     messages: Iterable[MessageInput],
     *,
     now: int,
-) -> tuple[list[str], list[str], list[bytes]]:
-    """The chosen ids ("" for each generated one), the tags and the records; everything is
-    validated and encoded before anything is sent.
+    count_tokens: MessageCounter | None = None,
+) -> tuple[list[str], list[str], list[bytes], bytes]:
+    """The chosen ids ("" for each generated one), the tags, the records and the token entries
+    (counted with ``count_tokens``, else the store's counter); everything is validated and
+    encoded before anything is sent.
 
     The client builds each record whole, ``[-2, created_at, payload, chosen id or nil, tag]``,
     so the script touches only the few whose parent is not the position before them.
@@ -90,6 +96,7 @@ def append_args(
     records: list[bytes] = []
     tags = new_tags(len(items))
     seen: set[str] = set()
+    payloads: list[dict[str, Any]] = []
     for index, item in enumerate(items):
         where = f"messages[{index}]"
         if isinstance(item, NewMessage):
@@ -102,12 +109,15 @@ def append_args(
                 raise ValidationError(f"{where} repeats message id {chosen!r}")
             seen.add(chosen)
         chosen_ids.append(chosen)
-        body = encode(check_payload(payload, where), what=where, limit=limit)
+        checked = check_payload(payload, where)
+        payloads.append(checked)
+        body = encode(checked, what=where, limit=limit)
         chosen_part = msgpack.packb(chosen) if chosen else _NIL
         records.append(
             b"".join((_RECORD_HEAD, created, body, chosen_part, msgpack.packb(tags[index])))
         )
-    return chosen_ids, tags, records
+    entries = token_entries(payloads, count_tokens or state.message_tokens)
+    return chosen_ids, tags, records, entries
 
 
 def append(
@@ -121,6 +131,7 @@ def append(
     on_existing: ExistingPolicy = "raise",
     user_id: str | None = None,
     incarnation: str | None = None,
+    count_tokens: MessageCounter | None = None,
 ) -> Operation[AppendResult]:
     """Append in order and move the head, in one script; see ``lua/append.lua`` for the policies.
 
@@ -135,7 +146,9 @@ def append(
     check_policy(on_conflict, _CONFLICT_POLICIES, "on_conflict")
     check_policy(on_existing, _EXISTING_POLICIES, "on_existing")
     now = state.clock()
-    chosen_ids, tags, records = append_args(state, messages, now=now)
+    chosen_ids, tags, records, entries = append_args(
+        state, messages, now=now, count_tokens=count_tokens
+    )
     script = load_script("append")
     owner = user_id if user_id is not None else state.owners.get(chat_id)
     keys = keys_for(script, chat)
@@ -156,7 +169,7 @@ def append(
     call = script_call(
         script,
         keys,
-        ("\t".join(fields), "\t".join(chosen_ids), *records),
+        ("\t".join(fields), "\t".join(chosen_ids), entries, *records),
         parse=lambda reply: _parse_append(reply, chosen_ids, tags),
         context=chat_context(chat_id),
     )
@@ -305,22 +318,39 @@ def walk_on(
     incarnation: str,
     cached: CachedChain | None,
     reply: ChainReply,
+    wanted: int | None = None,
 ) -> Operation[ChainReply]:
     """Finish a walk the script stopped at its run budget (a chain of very many short runs),
-    one bounded call at a time; the records are all left to :func:`fetch_ranges`."""
+    one bounded call at a time; the records are all left to :func:`fetch_ranges`. ``wanted``:
+    how many messages a window read wants in all (None: the whole chain)."""
     script = load_script("get_chain")
     left, base, next_position = list(reply.left), reply.base, reply.next
+    remaining = None if wanted is None else wanted - _ranges_size(left, reply.parts)
     while next_position >= 0:
         more: ChainReply = yield script_call(
             script,
             keys_for(script, chat),
-            ("", incarnation, "walk", next_position, *read_args(state, None, cached)),
+            (
+                "",
+                incarnation,
+                "walk",
+                next_position,
+                *read_args(state, None, cached),
+                *Window(max_messages=remaining).args(),
+            ),
             parse=lambda raw: _parse_read(raw)[4],
             context=chat_context(chat.chat_id),
         )
         left = more.left + left  # older ranges come first
+        if remaining is not None:
+            remaining -= _ranges_size(more.left, [])
         base, next_position = more.base, more.next
-    return ChainReply(reply.head, reply.length, base, [], left, -1)
+    return replace(reply, base=base, parts=[], left=left, next=-1)
+
+
+def _ranges_size(flat: Sequence[int], parts: Sequence[Slice]) -> int:
+    ranges = sum(flat[i + 1] - flat[i] + 1 for i in range(0, len(flat), 2))
+    return ranges + sum(part.last - part.first + 1 for part in parts)
 
 
 def read_args(
@@ -336,6 +366,51 @@ def read_args(
     )
 
 
+@dataclass(frozen=True)
+class Window:
+    """What part of a chain a read returns (``lua/get_chain.lua`` ARGV[10..13]).
+
+    ``max_tokens`` / ``max_messages``: the newest messages within that budget (stored counts),
+    never starting with a tool result whose call is cut off; ``newest``: a chain longer than
+    ``max_depth`` is cut to its newest ``max_depth`` messages instead of raising;
+    ``count_only``: no records, only the chain's size.
+    """
+
+    max_tokens: int | None = None
+    max_messages: int | None = None
+    newest: bool = False
+    count_only: bool = False
+
+    def __post_init__(self) -> None:
+        for name in ("max_tokens", "max_messages"):
+            value = getattr(self, name)
+            if value is not None and (
+                isinstance(value, bool) or not isinstance(value, int) or value < 0
+            ):
+                raise ValidationError(f"{name} must be a non-negative integer, got {value!r}")
+
+    @property
+    def cuts(self) -> bool:
+        """Whether the read may return less than the whole chain (it then skips the cache)."""
+        return (
+            self.max_tokens is not None
+            or self.max_messages is not None
+            or self.newest
+            or self.count_only
+        )
+
+    def args(self) -> tuple[Arg, ...]:
+        return (
+            "" if self.max_tokens is None else self.max_tokens,
+            "" if self.max_messages is None else self.max_messages,
+            "1" if self.newest else "",
+            "1" if self.count_only else "",
+        )
+
+
+WHOLE_CHAIN = Window()
+
+
 def _read_chain(
     state: StoreState,
     chat_id: str,
@@ -344,15 +419,17 @@ def _read_chain(
     max_depth: int | None,
     user_id: str | None,
     incarnation: str | None,
-) -> Operation[tuple[str, Any, str, CachedChain]]:
-    """One chain read (``mode`` "head" or "branch", see ``lua/get_chain.lua``) through the
-    process cache: (branch name, raw branch record, active branch, the chain as cached)."""
+    window: Window = WHOLE_CHAIN,
+) -> Operation[tuple[str, Any, str, CachedChain, ChainReply]]:
+    """One chain read (``mode`` "head" or "branch", see ``lua/get_chain.lua``): (branch name,
+    raw branch record, active branch, the chain, the reply's sizes). A whole chain goes through
+    the process cache; a window is read as it is and not cached."""
     chat = state.keyspace.chat(chat_id)
     if start is not None:
         check_name(start, mode)
     script = load_script("get_chain")
     cache_key = f"{mode}:{start or ''}"
-    cached = state.cache.lookup(chat_id, cache_key)
+    cached = None if window.cuts else state.cache.lookup(chat_id, cache_key)
     name, raw_branch, active, inc, reply = yield script_call(
         script,
         keys_for(script, chat),
@@ -361,12 +438,45 @@ def _read_chain(
             mode,
             start or "",
             *read_args(state, max_depth, cached),
+            *window.args(),
         ),
         parse=_parse_read,
         context=chat_context(chat_id),
     )
-    chain = yield from assemble_chain(state, chat, cache_key, cached, inc, reply)
-    return name, raw_branch, active, chain
+    if window.cuts:
+        chain = yield from assemble_window(state, chat, inc, reply)
+    else:
+        chain = yield from assemble_chain(state, chat, cache_key, cached, inc, reply)
+    return name, raw_branch, active, chain, reply
+
+
+def assemble_window(
+    state: StoreState, chat: ChatKeys, incarnation: str, reply: ChainReply
+) -> Operation[CachedChain]:
+    """The newest ``reply.kept`` messages of a window read (not cached). The script sent one
+    more record when the window does not start at the root: the first kept message's parent,
+    read for its id and dropped here."""
+    kept = reply.kept
+    read = kept + 1 if 0 < kept < reply.length else kept
+    if reply.next >= 0:
+        reply = yield from walk_on(state, chat, incarnation, None, reply, wanted=read)
+    parts = reply.parts
+    if reply.left:
+        parts = yield from fetch_ranges(
+            state, chat, incarnation, reply.left, chat_context(chat.chat_id)
+        )
+    key = chat.key("log")
+    messages, payloads, head_tag = chain_messages(parts, incarnation, key, None)
+    if len(messages) != read:
+        raise CorruptionError(
+            f"a window of {kept} messages ending at position {reply.head} of {key} read "
+            f"{len(messages)}",
+            key=key,
+            field=str(reply.head),
+        )
+    messages, payloads = messages[read - kept :], payloads[read - kept :]
+    size = estimated_size(sum(len(record) for part in parts for record in part.records), read)
+    return CachedChain(incarnation, reply.head, head_tag, kept, messages, payloads, size)
 
 
 def get_chain(
@@ -375,13 +485,16 @@ def get_chain(
     head: str | None,
     *,
     max_depth: int | None = None,
+    newest: bool = False,
     user_id: str | None = None,
     incarnation: str | None = None,
 ) -> Operation[list[StoredMessage]]:
     """The chain ending at ``head``, root first (empty for ``head=None``): one round trip, or one
-    per chunk of a very long chain."""
-    _name, _raw, _active, chain = yield from _read_chain(
-        state, chat_id, "head", head, max_depth, user_id, incarnation
+    per chunk of a very long chain. ``newest=True`` returns the newest ``max_depth`` messages of
+    a longer chain instead of raising :class:`~ctxstore.errors.LimitExceededError`."""
+    window = Window(newest=True) if newest else WHOLE_CHAIN
+    _name, _raw, _active, chain, _reply = yield from _read_chain(
+        state, chat_id, "head", head, max_depth, user_id, incarnation, window
     )
     return chain.messages()
 
@@ -397,18 +510,19 @@ def read_branch(
     branch: str | None = None,
     *,
     max_depth: int | None = None,
+    window: Window = WHOLE_CHAIN,
     user_id: str | None = None,
     incarnation: str | None = None,
-) -> Operation[tuple[BranchInfo, CachedChain]]:
-    """A branch (the active one for None) and its chain as cached (shared lists: do not change
-    them), read in one script; what the process cache holds is not read again."""
-    name, raw_branch, active, chain = yield from _read_chain(
-        state, chat_id, "branch", branch, max_depth, user_id, incarnation
+) -> Operation[tuple[BranchInfo, CachedChain, ChainReply]]:
+    """A branch (the active one for None), its chain (shared lists: do not change them) and the
+    reply's sizes, read in one script; what the process cache holds is not read again."""
+    name, raw_branch, active, chain, reply = yield from _read_chain(
+        state, chat_id, "branch", branch, max_depth, user_id, incarnation, window
     )
     info, _seq = branch_info(
         name, raw_branch, active=active, key=state.keyspace.chat(chat_id).key("branch")
     )
-    return info, chain
+    return info, chain, reply
 
 
 def load_branch(
@@ -417,11 +531,41 @@ def load_branch(
     branch: str | None = None,
     *,
     max_depth: int | None = None,
+    max_tokens: int | None = None,
+    max_messages: int | None = None,
     user_id: str | None = None,
     incarnation: str | None = None,
 ) -> Operation[BranchChain]:
-    """A branch (the active one for None) and its whole chain, read in one script."""
-    info, chain = yield from read_branch(
-        state, chat_id, branch, max_depth=max_depth, user_id=user_id, incarnation=incarnation
+    """A branch (the active one for None) and its chain, or with ``max_tokens`` /
+    ``max_messages`` the newest part of it that fits (see :class:`Window`), in one script."""
+    window = Window(max_tokens=max_tokens, max_messages=max_messages)
+    info, chain, reply = yield from read_branch(
+        state,
+        chat_id,
+        branch,
+        max_depth=max_depth,
+        window=window,
+        user_id=user_id,
+        incarnation=incarnation,
     )
-    return BranchChain(info, chain.messages())
+    return BranchChain(info, chain.messages(), reply.kept_tokens, reply.tokens, reply.length)
+
+
+def branch_size(
+    state: StoreState,
+    chat_id: str,
+    branch: str | None = None,
+    *,
+    user_id: str | None = None,
+    incarnation: str | None = None,
+) -> Operation[ChainSize]:
+    """How many messages and stored tokens a branch's chain holds: one script, no payload."""
+    _info, _chain, reply = yield from read_branch(
+        state,
+        chat_id,
+        branch,
+        window=Window(count_only=True),
+        user_id=user_id,
+        incarnation=incarnation,
+    )
+    return ChainSize(reply.length, reply.tokens)

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from ctxstore.core.cache import DEFAULT_CACHE_BYTES, ChainCache
 from ctxstore.core.keys import Keyspace
 from ctxstore.errors import ConfigurationError
+from ctxstore.tokens import MessageCounter, message_counter
 
 
 def wall_clock_ms() -> int:
@@ -137,6 +138,8 @@ class StoreState:
     limits: Limits = field(default_factory=Limits)
     clock: Callable[[], int] = wall_clock_ms
     owners: OwnerCache = field(default_factory=OwnerCache)
+    #: Counts each message's tokens at save (``connect(token_model=..., estimate_tokens=...)``).
+    message_tokens: MessageCounter = field(default_factory=message_counter)
     #: Whether the eviction-policy check still has to run (servers only, once per process).
     check_server: bool = True
     #: Identifies the server for process-wide caches; None keeps this store's caches private.
