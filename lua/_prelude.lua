@@ -13,6 +13,9 @@
 --   checkpoint HASH name -> "<position>\t<message id>\t<created_at>\t<seq>"
 --   req / req_old  HASH  request id -> reply summary of recent writes (resend detection), two
 --                 generations rotated every minute and expiring on their own
+--   summary ZSET  score = the position of the last message a summary covers, member = the
+--                 summary's tokens (5 bytes, big-endian) then its msgpack record. A summary
+--                 applies to every chain through that message; one per position, never changed.
 --   tok     STRING TOK_WIDTH bytes per log position: a flags byte (1: the message is a tool
 --                 result) and the tokens of the chain from its root through that message
 --                 (big-endian, 40 bits). A chain's size is one read at its head; a window of
@@ -291,6 +294,40 @@ local function position_back(runs_key, p, steps)
     p = parent_at(runs_key, start)
   end
   return p
+end
+
+-- Summaries -----------------------------------------------------------------------------------
+
+local SUMMARY_TOKEN_BYTES = 5
+
+-- The tokens a summary member records in its first bytes.
+local function summary_tokens(summary_key, member)
+  if #member <= SUMMARY_TOKEN_BYTES then
+    fail('CORRUPT', {key = summary_key, reason = 'a summary without a record'})
+  end
+  local a, b, c, d, e = string.byte(member, 1, SUMMARY_TOKEN_BYTES)
+  return (((a * 256 + b) * 256 + c) * 256 + d) * 256 + e
+end
+
+-- The newest summary on the chain ending at head: its position and member (-1, nil: none).
+-- One ZREVRANGEBYSCORE per run walked (none at all for a chat without summaries), at most
+-- MAX_RUNS_PER_CALL runs back.
+local function newest_summary(runs_key, summary_key, head)
+  if head < 0 or redis.call('ZCARD', summary_key) == 0 then
+    return -1, nil
+  end
+  local p, hops = head, 0
+  while p >= 0 and hops < MAX_RUNS_PER_CALL do
+    hops = hops + 1
+    local start, parent = run_of(runs_key, p)
+    local found = redis.call('ZREVRANGEBYSCORE', summary_key, p, start, 'WITHSCORES',
+                             'LIMIT', 0, 1)
+    if found[1] then
+      return tonumber(found[2]), found[1]
+    end
+    p = parent
+  end
+  return -1, nil
 end
 
 -- Token entries -------------------------------------------------------------------------------

@@ -5,6 +5,7 @@
 -- KEYS[4] runs       run starts
 -- KEYS[5] branch     branch name -> branch record
 -- KEYS[6] tok        token entries (see the prelude)
+-- KEYS[7] summary    summaries by the position of the last message they cover
 -- ARGV[1] user       the caller, "" for anyone: another owner's chat is refused
 -- ARGV[2] inc        the incarnation the caller knows, "" for any
 -- ARGV[3] mode       "head": ARGV[4] is a message id ("" for none);
@@ -23,12 +24,16 @@
 -- ARGV[12] newest        "1": a chain longer than max_depth is cut to its newest max_depth
 --                        messages instead of failing with LIMIT
 -- ARGV[13] count_only    "1": no records, only the chain's size
+-- ARGV[14] summaries     "1": the read starts after the newest summary on the chain and
+--                        returns that summary; a window's max_tokens then counts it too
 -- Reply: {branch name ("" unless branch mode), branch record ("" unless branch mode), active
 --         branch, incarnation, head position, chain length, base, {covered ranges},
 --         {LRANGE replies}, {ranges left}, next} (see chain_reply in the prelude), then the
 --         chain's tokens, the number of messages kept (the window's, else the chain length)
---         and the tokens of those messages. A window that does not start at the root comes
---         with one more record, the first kept message's parent, for its id.
+--         and the tokens of those messages, the summary's position (-1: none) and member ("")
+--         and the tokens of the summary plus every message after it. A read that does not
+--         start at the root comes with one more record, the first kept message's parent, for
+--         its id.
 -- Errors: NOT_FOUND (chat, branch, head message), CORRUPT, LIMIT (chain longer than max_depth),
 --         FORBIDDEN, REPLACED.
 -- The walk reads one run record per run on the chain, then each run's records with one LRANGE
@@ -58,12 +63,30 @@ return run(function()
   local max_tokens, max_messages = tonumber(ARGV[10]), tonumber(ARGV[11])
   local limit = nil
   local chain_tokens = 0
+  local summary_pos, summary_member, summary_tok, before = -1, '', 0, 0
   if ARGV[3] == 'walk' then
     inline = 0  -- the records of a walk in several calls are all read with LRANGE after it
     limit = max_messages
   else
     chain_tokens = select(2, tok_at(KEYS[6], head))
-    if max_tokens or max_messages then
+    local after = depth  -- the messages a read may return: those after the summary
+    if ARGV[14] == '1' then
+      local pos, member = newest_summary(KEYS[4], KEYS[7], head)
+      if member then
+        summary_pos, summary_member = pos, member
+        summary_tok = summary_tokens(KEYS[7], member)
+        before = select(2, tok_at(KEYS[6], pos))
+        after = depth - depth_at(KEYS[4], pos)
+        limit = after
+        if max_tokens then
+          max_tokens = math.max(max_tokens - summary_tok, 0)
+        end
+        if not max_messages or max_messages > after then
+          max_messages = after
+        end
+      end
+    end
+    if max_tokens or (max_messages and max_messages < depth) then
       limit = window_size(KEYS[4], KEYS[6], head, depth, max_tokens, max_messages)
     end
     if ARGV[12] == '1' and (limit or depth) > max_depth then
@@ -99,5 +122,8 @@ return run(function()
   reply[#reply + 1] = chain_tokens
   reply[#reply + 1] = kept
   reply[#reply + 1] = kept_tokens
+  reply[#reply + 1] = summary_pos
+  reply[#reply + 1] = summary_member
+  reply[#reply + 1] = summary_tok + chain_tokens - before
   return {name, raw_branch, active, inc, unpack(reply)}
 end)

@@ -13,12 +13,22 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import ResponseError
 
-from ctxstore.core import branches, chats, checkpoints, graph, listing, opening, verify
+from ctxstore.core import (
+    branches,
+    chats,
+    checkpoints,
+    graph,
+    listing,
+    opening,
+    summaries,
+    verify,
+)
 from ctxstore.core import messages as messages_ops
 from ctxstore.core.failures import TRANSPORT_ERRORS
 from ctxstore.core.protocol import Exchange, Operation, Outcome, WireCommand
 from ctxstore.core.server_checks import with_startup_checks
 from ctxstore.core.state import Limits, StoreState
+from ctxstore.core.summaries import WrittenSummary
 from ctxstore.core.verify import VerifyReport
 from ctxstore.factory import store_parts
 from ctxstore.results import (
@@ -221,10 +231,12 @@ class AsyncStore:
         max_depth: int | None = None,
         max_tokens: int | None = None,
         max_messages: int | None = None,
+        after_summary: bool = False,
     ) -> BranchChain:
         """A branch (the active one for None) with its chain, root first; with ``max_tokens`` /
         ``max_messages`` only the newest messages within that budget (a tool result never
-        starts it; stored token counts, no payload read beyond what is returned)."""
+        starts it; stored token counts, no payload read beyond what is returned); with
+        ``after_summary`` the newest summary on the chain and the messages after it."""
         return await self.run(
             messages_ops.load_branch(
                 self._state,
@@ -233,12 +245,28 @@ class AsyncStore:
                 max_depth=max_depth,
                 max_tokens=max_tokens,
                 max_messages=max_messages,
+                after_summary=after_summary,
             )
         )
 
     async def branch_size(self, chat_id: str, branch: str | None = None) -> ChainSize:
         """Messages and stored tokens of a branch's chain, without reading a payload."""
         return await self.run(messages_ops.branch_size(self._state, chat_id, branch))
+
+    async def write_summary(
+        self,
+        chat_id: str,
+        message_id: str,
+        content: str,
+        *,
+        metadata: Mapping[str, Any] | None = None,
+        tokens: int | None = None,
+    ) -> WrittenSummary:
+        """Attach a summary to ``message_id``, the last message it covers: it applies to every
+        branch through that message. Written once; a second call returns the first summary."""
+        return await self.run(
+            summaries.write_summary(self._state, chat_id, message_id, content, metadata, tokens)
+        )
 
     # --- branches ------------------------------------------------------------------------------
 

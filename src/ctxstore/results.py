@@ -64,12 +64,26 @@ class NewMessage:
 MessageInput = Mapping[str, Any] | NewMessage
 
 
+class StoredSummary(TypedDict):
+    """A summary as read back: the last message it covers, its text, its metadata
+    (``type``, ``covered``, ``tokens_before``, ``tokens_after``, ``model``, ...) and its tokens."""
+
+    message_id: str
+    created_at: int
+    content: str
+    metadata: dict[str, Any]
+    tokens: int
+
+
 @dataclass(frozen=True)
 class BranchChain:
     """A branch and its chain (or the window of it asked for), root first, in one round trip.
 
-    ``tokens`` counts the messages returned, ``chain_tokens`` and ``chain_length`` the whole
-    chain (counts as stored at save; -1 where the read did not ask, as when a chat is opened).
+    ``tokens`` counts what is returned (the messages, and the summary when there is one),
+    ``chain_tokens`` and ``chain_length`` the whole chain (counts as stored at save; -1 where
+    the read did not ask, as when a chat is opened). ``summary``: the newest summary on the
+    chain, for a read ``after_summary``; ``context_tokens``: that summary plus every message
+    after it (the chain's tokens when there is none).
     """
 
     branch: BranchInfo
@@ -77,14 +91,19 @@ class BranchChain:
     tokens: int = -1
     chain_tokens: int = -1
     chain_length: int = -1
+    summary: StoredSummary | None = None
+    context_tokens: int = -1
 
 
 @dataclass(frozen=True)
 class ChainSize:
-    """The size of a branch's chain without its payloads: messages and stored tokens."""
+    """The size of a branch's chain without its payloads: messages and stored tokens, the
+    tokens of its newest summary plus the messages after it, and that summary's message."""
 
     messages: int
     tokens: int
+    context_tokens: int
+    summary_message_id: str | None
 
 
 @dataclass(frozen=True)

@@ -99,6 +99,7 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     store.list_checkpoints("c1")
     store.delete_checkpoint("c1", "cp")
     store.get_graph("c1")
+    store.write_summary("c1", first.head_message_id, "a summary")
     store.client.delete(store.state.keyspace.chat("c1").key("alias"))  # something to repair
     store.client.hset(store.state.keyspace.chat("c1").key("chat"), "message_count", 0)
     store.verify_chat("c1", repair=True)

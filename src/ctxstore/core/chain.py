@@ -241,11 +241,20 @@ class ChainReply:
     kept: int = -1
     #: The tokens of those messages.
     kept_tokens: int = -1
+    #: The newest summary on the chain when the read asked for it (-1, None: none).
+    summary_position: int = -1
+    summary: bytes | None = None
+    #: The tokens of that summary and every message after it (the chain's, without one).
+    context_tokens: int = -1
 
 
 def parse_chain_reply(reply: Sequence[Any]) -> ChainReply:
     head, length, base, covered, parts, left, next_position, *sizes = reply
-    tokens, kept, kept_tokens = (int(value) for value in sizes) if sizes else (-1, -1, -1)
+    tokens, kept, kept_tokens = (int(value) for value in sizes[:3]) if sizes else (-1, -1, -1)
+    summary_position, summary, context_tokens = -1, None, tokens
+    if len(sizes) > 3:
+        summary_position, context_tokens = int(sizes[3]), int(sizes[5])
+        summary = sizes[4] if summary_position >= 0 else None
     return ChainReply(
         int(head),
         int(length),
@@ -256,4 +265,7 @@ def parse_chain_reply(reply: Sequence[Any]) -> ChainReply:
         tokens,
         kept,
         kept_tokens,
+        summary_position,
+        summary,
+        context_tokens,
     )

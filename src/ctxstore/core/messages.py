@@ -24,6 +24,7 @@ from ctxstore.core.protocol import Arg, Operation, script_call
 from ctxstore.core.records import branch_info, text
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
+from ctxstore.core.summaries import parse_summary_member
 from ctxstore.core.token_entries import token_entries
 from ctxstore.errors import CorruptionError, ValidationError
 from ctxstore.results import (
@@ -35,6 +36,7 @@ from ctxstore.results import (
     MessageInput,
     NewMessage,
     StoredMessage,
+    StoredSummary,
 )
 from ctxstore.tokens import MessageCounter
 
@@ -373,13 +375,15 @@ class Window:
     ``max_tokens`` / ``max_messages``: the newest messages within that budget (stored counts),
     never starting with a tool result whose call is cut off; ``newest``: a chain longer than
     ``max_depth`` is cut to its newest ``max_depth`` messages instead of raising;
-    ``count_only``: no records, only the chain's size.
+    ``count_only``: no records, only the chain's size; ``after_summary``: start after the newest
+    summary on the chain and return it (``max_tokens`` then counts it too).
     """
 
     max_tokens: int | None = None
     max_messages: int | None = None
     newest: bool = False
     count_only: bool = False
+    after_summary: bool = False
 
     def __post_init__(self) -> None:
         for name in ("max_tokens", "max_messages"):
@@ -397,6 +401,7 @@ class Window:
             or self.max_messages is not None
             or self.newest
             or self.count_only
+            or self.after_summary
         )
 
     def args(self) -> tuple[Arg, ...]:
@@ -405,6 +410,7 @@ class Window:
             "" if self.max_messages is None else self.max_messages,
             "1" if self.newest else "",
             "1" if self.count_only else "",
+            "1" if self.after_summary else "",
         )
 
 
@@ -533,12 +539,14 @@ def load_branch(
     max_depth: int | None = None,
     max_tokens: int | None = None,
     max_messages: int | None = None,
+    after_summary: bool = False,
     user_id: str | None = None,
     incarnation: str | None = None,
 ) -> Operation[BranchChain]:
     """A branch (the active one for None) and its chain, or with ``max_tokens`` /
-    ``max_messages`` the newest part of it that fits (see :class:`Window`), in one script."""
-    window = Window(max_tokens=max_tokens, max_messages=max_messages)
+    ``max_messages`` the newest part of it that fits, or with ``after_summary`` the newest
+    summary on it and the messages after that (see :class:`Window`), in one script."""
+    window = Window(max_tokens=max_tokens, max_messages=max_messages, after_summary=after_summary)
     info, chain, reply = yield from read_branch(
         state,
         chat_id,
@@ -548,7 +556,18 @@ def load_branch(
         user_id=user_id,
         incarnation=incarnation,
     )
-    return BranchChain(info, chain.messages(), reply.kept_tokens, reply.tokens, reply.length)
+    summary = branch_summary(state, chat_id, reply)
+    tokens = reply.kept_tokens + (summary["tokens"] if summary is not None else 0)
+    return BranchChain(
+        info, chain.messages(), tokens, reply.tokens, reply.length, summary, reply.context_tokens
+    )
+
+
+def branch_summary(state: StoreState, chat_id: str, reply: ChainReply) -> StoredSummary | None:
+    """The summary a read returned, decoded (None: none asked for, or none on the chain)."""
+    if reply.summary is None:
+        return None
+    return parse_summary_member(reply.summary, state.keyspace.chat(chat_id).key("summary"))
 
 
 def branch_size(
@@ -559,13 +578,20 @@ def branch_size(
     user_id: str | None = None,
     incarnation: str | None = None,
 ) -> Operation[ChainSize]:
-    """How many messages and stored tokens a branch's chain holds: one script, no payload."""
+    """How many messages and stored tokens a branch's chain holds, and the tokens of its newest
+    summary plus the messages after it (what a summarized read sends): one script, no payload."""
     _info, _chain, reply = yield from read_branch(
         state,
         chat_id,
         branch,
-        window=Window(count_only=True),
+        window=Window(count_only=True, after_summary=True),
         user_id=user_id,
         incarnation=incarnation,
     )
-    return ChainSize(reply.length, reply.tokens)
+    summary = branch_summary(state, chat_id, reply)
+    return ChainSize(
+        reply.length,
+        reply.tokens,
+        reply.context_tokens,
+        summary["message_id"] if summary is not None else None,
+    )
