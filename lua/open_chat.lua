@@ -3,10 +3,13 @@
 -- KEYS[2] log        message records in write order
 -- KEYS[3] runs       run starts
 -- KEYS[4] branch     branch name -> branch record
+-- KEYS[5] summary    summaries (only whether there are any is read)
 -- ARGV[1] user_id    the caller; must own an existing chat
 -- ARGV[2] now        epoch milliseconds
 -- ARGV[3] new_inc    the incarnation to give the chat if this call creates it
--- ARGV[4] load       "1" to return the active branch's chain too, "0" for none
+-- ARGV[4] load       "1" to return the active branch's chain too, "0" for none, "2" for the
+--                    chain unless the chat has summaries (a reader that starts after the newest
+--                    summary then reads with get_chain.lua)
 -- ARGV[5] max_depth  the longest chain to read
 -- ARGV[6] known      a position whose chain the caller holds already (-1 for none)
 -- ARGV[7] known_inc  the incarnation that chain was read from
@@ -27,12 +30,16 @@ return run(function()
   local chat, now = KEYS[1], tonumber(ARGV[2])
   local created = 0
   local inc, fields, active, record = ARGV[3], {}, 'main', nil
+  local load = ARGV[4]
+  if load == '2' then
+    load = redis.call('ZCARD', KEYS[5]) > 0 and '0' or '1'
+  end
   if redis.call('EXISTS', chat) == 1 then
     local _owner
     _owner, inc, fields = open_chat(chat, ARGV[1], '', {'updated_at', 'active_branch'})
     active = fields[2]
     record = read_branch(KEYS[4], active)
-    if ARGV[4] == '1' and record.depth > tonumber(ARGV[5]) then
+    if load == '1' and record.depth > tonumber(ARGV[5]) then
       fail('LIMIT', {what = 'chain depth', limit = tonumber(ARGV[5]), length = record.depth})
     end
   else
@@ -52,7 +59,7 @@ return run(function()
     redis.call('HSET', chat, 'updated_at', newer(fields[1], now))
   end
   local reply = {created, redis.call('HGETALL', chat), active, format_branch(record)}
-  if ARGV[4] == '1' then
+  if load == '1' then
     local chain = chain_reply(KEYS[3], KEYS[2], record.pos, record.depth, tonumber(ARGV[5]),
                               known_position(KEYS[2], ARGV[6], ARGV[7], ARGV[9], inc),
                               tonumber(ARGV[8]))

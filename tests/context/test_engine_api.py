@@ -16,6 +16,7 @@ IO_METHODS = {
     "restore",
     "update_chat",
     "track_usage",
+    "token_count",
 }
 
 

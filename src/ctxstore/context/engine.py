@@ -27,6 +27,7 @@ from ctxstore.context.renderers import Renderer
 from ctxstore.errors import ConfigurationError
 from ctxstore.models import BranchInfo, ChatMeta, CheckpointInfo, ConflictPolicy
 from ctxstore.store import Store
+from ctxstore.tokens import TokenCounter
 
 StoreT = TypeVar("StoreT", Store, AsyncStore)
 
@@ -44,6 +45,8 @@ class _EngineBase(Generic[StoreT]):
         user_id: str,
         metadata: Mapping[str, Any] | None = None,
         on_conflict: ConflictPolicy = "rebase",
+        model: str | None = None,
+        estimate_tokens: TokenCounter | None = None,
     ) -> None:
         if not isinstance(store, self._store_type):
             raise ConfigurationError(
@@ -58,6 +61,8 @@ class _EngineBase(Generic[StoreT]):
             user_id=user_id,
             metadata=metadata,
             on_conflict=on_conflict,
+            model=model,
+            estimate_tokens=estimate_tokens,
         )
 
     @property
@@ -109,11 +114,32 @@ class ContextEngine(_EngineBase[Store]):
         self._core.set(fragments)
         return self
 
-    def resolve(self, renderer: Renderer | None = None) -> ResolveResult:
-        """The system prompt and the messages (persisted chain, then pending): one round trip."""
+    def resolve(
+        self,
+        renderer: Renderer | None = None,
+        *,
+        max_tokens: int | None = None,
+        max_messages: int | None = None,
+        full: bool = False,
+    ) -> ResolveResult:
+        """The system prompt and the messages (persisted chain, then pending): one round trip.
+
+        The chain starts after its newest summary (whose text joins the system prompt) unless
+        ``full``; ``max_tokens`` / ``max_messages`` keep only the newest messages within that
+        budget (the summary counts, the rendered fragments do not; a tool call is never cut
+        from its results; when nothing fits, the newest message comes with its tool group).
+        """
         drive_sync(self._core.materialize_context())
-        chain = self._store.run(self._core.resolve_op())
+        chain = self._store.run(
+            self._core.resolve_op(max_tokens=max_tokens, max_messages=max_messages, full=full)
+        )
         return self._core.resolved(chain, renderer)
+
+    def token_count(self, renderer: Renderer | None = None) -> int:
+        """The tokens the next ``resolve()`` would send (system prompt, summary, messages,
+        pending ones), from the counts stored at save: one round trip, no payload read."""
+        drive_sync(self._core.materialize_context())
+        return self._store.run(self._core.token_count_op(renderer))
 
     def save(self) -> str | None:
         """Persist the pending messages (one round trip); returns the new head."""
@@ -160,11 +186,32 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
         self._core.set(fragments)
         return self
 
-    async def resolve(self, renderer: Renderer | None = None) -> ResolveResult:
-        """The system prompt and the messages (persisted chain, then pending): one round trip."""
+    async def resolve(
+        self,
+        renderer: Renderer | None = None,
+        *,
+        max_tokens: int | None = None,
+        max_messages: int | None = None,
+        full: bool = False,
+    ) -> ResolveResult:
+        """The system prompt and the messages (persisted chain, then pending): one round trip.
+
+        The chain starts after its newest summary (whose text joins the system prompt) unless
+        ``full``; ``max_tokens`` / ``max_messages`` keep only the newest messages within that
+        budget (the summary counts, the rendered fragments do not; a tool call is never cut
+        from its results; when nothing fits, the newest message comes with its tool group).
+        """
         await drive_async(self._core.materialize_context())
-        chain = await self._store.run(self._core.resolve_op())
+        chain = await self._store.run(
+            self._core.resolve_op(max_tokens=max_tokens, max_messages=max_messages, full=full)
+        )
         return self._core.resolved(chain, renderer)
+
+    async def token_count(self, renderer: Renderer | None = None) -> int:
+        """The tokens the next ``resolve()`` would send (system prompt, summary, messages,
+        pending ones), from the counts stored at save: one round trip, no payload read."""
+        await drive_async(self._core.materialize_context())
+        return await self._store.run(self._core.token_count_op(renderer))
 
     async def save(self) -> str | None:
         """Persist the pending messages (one round trip); returns the new head."""

@@ -42,6 +42,9 @@ from ctxstore.models import (
     ConflictPolicy,
     NewMessage,
 )
+from ctxstore.prompting import summary_section
+from ctxstore.results import ChainSize, StoredSummary
+from ctxstore.tokens import REPLY_PRIMING_TOKENS, MessageCounter, TokenCounter, message_counter
 
 
 @dataclass(frozen=True)
@@ -51,10 +54,13 @@ class ResolveResult:
     ``messages`` holds the branch's persisted chain, root first, then the pending messages, as
     chat-message dicts: pass them straight to ``litellm.completion(messages=...)`` (with the
     system prompt as a leading ``{"role": "system", ...}`` message, see :meth:`with_system`).
+    When a summary covers the start of the chain, ``messages`` starts after it and its text is
+    in ``system_prompt`` (no marker message reaches a provider); ``summary`` is that summary.
     """
 
     system_prompt: str
     messages: list[dict[str, Any]]
+    summary: StoredSummary | None = None
 
     def with_system(self) -> list[dict[str, Any]]:
         """The messages with the system prompt in front (omitted when it is empty)."""
@@ -85,8 +91,14 @@ class EngineCore:
         user_id: str,
         metadata: Mapping[str, Any] | None,
         on_conflict: ConflictPolicy,
+        model: str | None = None,
+        estimate_tokens: TokenCounter | None = None,
     ) -> None:
         self._state = state
+        #: The model whose tokenizer counts this engine's messages (None: ``o200k_base``).
+        self.model = model
+        self.count_message: MessageCounter = message_counter(model, estimate_tokens)
+        self.summary: StoredSummary | None = None
         self.chat_id = check_key_id(chat_id, "chat_id")
         self.user_id = check_key_id(user_id, "user_id")
         message_ops.check_policy(on_conflict, get_args(ConflictPolicy), "on_conflict")
@@ -156,10 +168,31 @@ class EngineCore:
 
     def resolved(self, chain: CachedChain, renderer: Renderer | None) -> ResolveResult:
         """The prompt and the messages: the chain's payloads (shared with the process cache,
-        not copied: treat them as read-only), then copies of the pending messages."""
+        not copied: treat them as read-only), then copies of the pending messages. The newest
+        summary, when the read stopped at one, goes into the system prompt."""
         messages = chain.payloads()
         messages += [message_payload(item) for item in self.pending]
-        return ResolveResult(self.render(renderer), messages)
+        return ResolveResult(self.system_prompt(renderer), messages, self.summary)
+
+    def system_prompt(self, renderer: Renderer | None) -> str:
+        """The rendered context, followed by the summary section when a summary applies."""
+        prompt = self.render(renderer)
+        if self.summary is None:
+            return prompt
+        section = summary_section(self.summary["content"])
+        return f"{prompt}\n\n{section}" if prompt else section
+
+    def counted(self, size: ChainSize, renderer: Renderer | None) -> int:
+        """What :meth:`resolved` would send, in tokens, from the stored counts: the system
+        message (with the summary section), the messages after the summary, the pending ones
+        and the reply priming."""
+        tokens = REPLY_PRIMING_TOKENS + size.context_tokens
+        if self.summary is not None:
+            tokens -= self.summary["tokens"]
+        prompt = self.system_prompt(renderer)
+        if prompt:
+            tokens += self.count_message({"role": "system", "content": prompt})
+        return tokens + sum(self.count_message(message_payload(item)) for item in self.pending)
 
     # --- opening -------------------------------------------------------------------------------
 
@@ -167,16 +200,25 @@ class EngineCore:
     def opened(self) -> bool:
         return self.chat is not None
 
-    def open_op(self, *, load: bool) -> Operation[CachedChain]:
-        """Upsert the chat as its owner, merge the constructor metadata once, load the branch."""
+    def open_op(self, *, load: bool, whole: bool = True) -> Operation[CachedChain | None]:
+        """Upsert the chat as its owner, merge the constructor metadata once, load the branch.
+
+        ``whole=False``: load it only when the chat has no summary (None otherwise: the caller
+        reads from the newest summary on)."""
         opened, chain = yield from opening.open_chat_op(
-            self._state, self.chat_id, self.user_id, self._initial_metadata, load=load
+            self._state,
+            self.chat_id,
+            self.user_id,
+            self._initial_metadata,
+            load=load,
+            unless_summarized=not whole,
         )
         self._initial_metadata = None
         self.chat = opened.chat
         self._follow(opened.branch)
         if chain is None:
-            return EMPTY_CHAIN
+            return EMPTY_CHAIN if not load else None
+        self.summary = None
         self._learn_last_assistant(chain)
         return chain
 
@@ -221,18 +263,48 @@ class EngineCore:
 
     # --- reading and saving ----------------------------------------------------------------
 
-    def resolve_op(self) -> Operation[CachedChain]:
-        """The branch's chain as it is in Redis now (another worker may have moved the head);
-        what the process cache holds is not read again."""
-        if not self.opened:
-            opened: CachedChain = yield from self.open_op(load=True)
-            return opened
-        info, chain, _reply = yield from message_ops.read_branch(
-            self._state, self.chat_id, self.branch, **self._scope
+    def resolve_op(
+        self,
+        *,
+        max_tokens: int | None = None,
+        max_messages: int | None = None,
+        full: bool = False,
+    ) -> Operation[CachedChain]:
+        """The branch's chain as it is in Redis now (another worker may have moved the head),
+        from the newest summary on unless ``full``, cut to the newest messages within
+        ``max_tokens`` (counting the summary) / ``max_messages``; what the process cache holds
+        is not read again. One round trip; the first call of an engine takes two when the chat
+        has a summary or a budget is given (opening the chat, then the read)."""
+        window = message_ops.Window(
+            max_tokens=max_tokens, max_messages=max_messages, after_summary=not full
         )
+        if not self.opened:
+            opened = yield from self.open_op(load=not window.cuts, whole=full)
+            if opened is not None and not window.cuts:
+                return opened
+        info, chain, reply = yield from message_ops.read_branch(
+            self._state, self.chat_id, self.branch, window=window, **self._scope
+        )
+        self.summary = message_ops.branch_summary(self._state, self.chat_id, reply)
         self._follow(info)
         self._learn_last_assistant(chain)
         return chain
+
+    def token_count_op(self, renderer: Renderer | None) -> Operation[int]:
+        """The tokens the next ``resolve()`` would send given what is stored now: one round
+        trip, no payload (the summary's text comes back for the system prompt's count)."""
+        yield from self.ensure_open()
+        info, _chain, reply = yield from message_ops.read_branch(
+            self._state,
+            self.chat_id,
+            self.branch,
+            window=message_ops.Window(count_only=True, after_summary=True),
+            **self._scope,
+        )
+        self._follow(info)
+        self.summary = message_ops.branch_summary(self._state, self.chat_id, reply)
+        size = ChainSize(reply.length, reply.tokens, reply.context_tokens, None)
+        return self.counted(size, renderer)
 
     def save_op(self) -> Operation[str | None]:
         """Persist the pending messages in one append; returns the new head.
@@ -255,6 +327,7 @@ class EngineCore:
             expected_head=self.head,
             on_conflict=self.on_conflict,
             on_existing="fork",
+            count_tokens=self.count_message,
             **self._scope,
         )
         saved_assistants = [

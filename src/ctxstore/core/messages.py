@@ -395,13 +395,13 @@ class Window:
 
     @property
     def cuts(self) -> bool:
-        """Whether the read may return less than the whole chain (it then skips the cache)."""
+        """Whether the read returns less than the whole chain whatever is stored (it then
+        skips the cache). A read after the summary does only when the chain has one."""
         return (
             self.max_tokens is not None
             or self.max_messages is not None
             or self.newest
             or self.count_only
-            or self.after_summary
         )
 
     def args(self) -> tuple[Arg, ...]:
@@ -429,7 +429,7 @@ def _read_chain(
 ) -> Operation[tuple[str, Any, str, CachedChain, ChainReply]]:
     """One chain read (``mode`` "head" or "branch", see ``lua/get_chain.lua``): (branch name,
     raw branch record, active branch, the chain, the reply's sizes). A whole chain goes through
-    the process cache; a window is read as it is and not cached."""
+    the process cache; a window, or the part after a summary, is read as it is, not cached."""
     chat = state.keyspace.chat(chat_id)
     if start is not None:
         check_name(start, mode)
@@ -449,7 +449,7 @@ def _read_chain(
         parse=_parse_read,
         context=chat_context(chat_id),
     )
-    if window.cuts:
+    if window.cuts or reply.summary_position >= 0:
         chain = yield from assemble_window(state, chat, inc, reply)
     else:
         chain = yield from assemble_chain(state, chat, cache_key, cached, inc, reply)

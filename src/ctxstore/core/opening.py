@@ -31,13 +31,16 @@ def open_chat_op(
     *,
     load: bool = False,
     max_depth: int | None = None,
+    unless_summarized: bool = False,
 ) -> Operation[tuple[OpenedChat, CachedChain | None]]:
     """Create the chat if missing, else check the owner; merge metadata; read the active branch.
 
     One script: opening an existing chat is one round trip, with its conversation when
     ``load``. Creating one (or merging metadata) adds a round trip for the index entries,
     sent only after the script succeeded, so a refused open writes nothing anywhere. Returns the
-    opened chat and, with ``load``, the chain as cached (shared lists).
+    opened chat and, with ``load``, the chain as cached (shared lists); with
+    ``unless_summarized`` as well, no chain (None) when the chat has summaries, for a reader
+    that starts after the newest one.
     """
     chat = state.keyspace.chat(chat_id)
     check_key_id(user_id, "user_id")
@@ -51,7 +54,7 @@ def open_chat_op(
             user_id,
             state.clock(),
             new_incarnation(),
-            "1" if load else "0",
+            ("2" if unless_summarized else "1") if load else "0",
             *read_args(state, max_depth, cached),
             *meta_args,
         ),

@@ -1,0 +1,17 @@
+"""How a context summary appears in a system prompt, in one place.
+
+The engine's ``resolve()`` and ``ContextManager.prepare_messages`` both move a summary out of
+the message list and into the system prompt (a provider never sees a marker message), and both
+use :func:`summary_section`, so a prompt looks the same whichever path built it.
+"""
+
+from __future__ import annotations
+
+SUMMARY_OPEN = "<context_summary>"
+SUMMARY_CLOSE = "</context_summary>"
+SUMMARY_PREAMBLE = "Summary of the earlier conversation (the messages below continue from it):"
+
+
+def summary_section(text: str) -> str:
+    """The system-prompt section that carries a summary's text."""
+    return f"{SUMMARY_OPEN}\n{SUMMARY_PREAMBLE}\n{text.strip()}\n{SUMMARY_CLOSE}"
