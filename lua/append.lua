@@ -7,8 +7,10 @@
 -- KEYS[6] req          request id -> reply summary (this generation)
 -- KEYS[7] req_old      request id -> reply summary (the previous generation)
 -- KEYS[8] tok          token entries (see the prelude)
--- KEYS[9] all_chats    optional: the namespace's chat index (servers without Cluster only)
--- KEYS[10] user_chats  optional: the owner's chat index (with KEYS[9])
+-- KEYS[9] summary      summaries (read for the context size when a compaction threshold is set)
+-- KEYS[10] all_chats   optional: the namespace's chat index (servers without Cluster only)
+-- KEYS[11] user_chats  optional: the owner's chat index (with KEYS[10])
+-- KEYS[12] jobs        optional: the compaction job stream of this chat's shard (with KEYS[10])
 -- ARGV[1] call       the call's fields, tab-separated (one argument: each argument costs the
 --                    client and Redis time on the hottest path):
 --                    user (the caller, "" for anyone: another owner's chat is refused),
@@ -18,7 +20,9 @@
 --                    on_existing (raise | fork: for a message id the chat already holds),
 --                    now (epoch milliseconds), request (request id, "" for none: a resent call
 --                    is answered from its summary), chat_id and index_owner (the chat's id and
---                    the owner the index keys KEYS[9..10] were built for; "" without them)
+--                    the owner the index keys KEYS[10..11] were built for; "" without them),
+--                    soft_tokens (a compaction threshold: "" for none) and job_ttl (ms after
+--                    which a compaction job that settled nothing may be enqueued again)
 -- ARGV[2] chosen     the messages' chosen ids, tab-separated ("" in a slot: generate one)
 -- ARGV[3] tokens     TOK_WIDTH bytes per message: its flags and its own tokens (the script
 --                    turns them into chain totals)
@@ -28,7 +32,14 @@
 --                    edit). Each ends with its 6-character tag.
 -- Reply: {branch, first position, {indexes (1-based) of messages stored under a generated id
 --         although they came with a chosen id: edits}, rebased (0|1), conflict_fork ("" or the
---         new branch), {branches created}, updated_at, owner, indexed (0|1), incarnation}
+--         new branch), {branches created}, updated_at, owner, indexed (0|1), incarnation,
+--         context tokens (the branch from its newest summary on, after this append; -1 when
+--         not computed), job (the compaction marker this call set, "" for none), enqueued (1
+--         when the script added the job to KEYS[12] itself)}
+-- Compaction: with soft_tokens, an append without chosen ids that leaves the branch's context
+-- (newest summary plus the messages after it) at or past soft_tokens sets the chat's `cjob`
+-- marker "<summary position>\t<now>", unless one is set and younger than job_ttl: one pending
+-- job per chat, decided atomically here. write_summary clears it.
 -- Errors: NOT_FOUND (chat, branch, the expected head when forking), CONFLICT (head moved and
 --         on_conflict=raise; message id exists and on_existing=raise), INVALID (duplicate or
 --         reserved ids), FORBIDDEN, REPLACED.
@@ -46,6 +57,8 @@
 -- long append costs Redis little more than its RPUSH.
 
 local FIRST_RECORD_ARG = 4
+-- Compaction job streams keep about this many entries (a job is acknowledged in seconds).
+local JOB_STREAM_MAXLEN = 100000
 
 -- Splits s at tabs into exactly `count` fields.
 local function tab_fields(s, count, what)
@@ -60,11 +73,11 @@ local function tab_fields(s, count, what)
 end
 
 local function index(chat_id, index_owner, owner, updated_at)
-  if KEYS[9] == nil or index_owner ~= owner then
+  if KEYS[10] == nil or index_owner ~= owner then
     return 0
   end
-  redis.call('ZADD', KEYS[9], 'GT', updated_at, chat_id)
   redis.call('ZADD', KEYS[10], 'GT', updated_at, chat_id)
+  redis.call('ZADD', KEYS[11], 'GT', updated_at, chat_id)
   return 1
 end
 
@@ -81,11 +94,11 @@ end
 
 return run(function()
   local chat, log, alias, runs, branch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-  local req, req_old, tok = KEYS[6], KEYS[7], KEYS[8]
+  local req, req_old, tok, summary_key = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
   local user, known_inc, target, expected, on_conflict, on_existing, now, request, chat_id,
-        index_owner = string.match(ARGV[1],
+        index_owner, soft_tokens, job_ttl = string.match(ARGV[1],
           '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(%d+)\t([^\t]*)\t' ..
-          '([^\t]*)\t([^\t]*)$')
+          '([^\t]*)\t([^\t]*)\t(%d*)\t(%d*)$')
   if not user then
     fail('INVALID', {reason = 'malformed call fields'})
   end
@@ -94,7 +107,7 @@ return run(function()
   local any_chosen = string.find(ARGV[2], '[^\t]') ~= nil
 
   local owner, inc, fields = open_chat(chat, user, known_inc,
-                                       {'updated_at', 'message_count', 'req_since'})
+                                       {'updated_at', 'message_count', 'req_since', 'cjob'})
   local record = read_branch(branch, target)
   local record_name = target
   -- A resend of a call that succeeded finds the head moved on (its own messages), or wrote
@@ -113,7 +126,7 @@ return run(function()
       end
       local updated_at = tonumber(fields[1])
       return {name, tonumber(first), edit_list, tonumber(rebased), fork, created_list,
-              updated_at, owner, index(chat_id, index_owner, owner, updated_at), inc}
+              updated_at, owner, index(chat_id, index_owner, owner, updated_at), inc, -1, '', 0}
     end
   end
   local message_count = number_field(chat, 'message_count', fields[2])
@@ -168,6 +181,25 @@ return run(function()
     end
   end
 
+  local context_tokens, job = -1, ''
+  -- The context (newest summary plus the messages after it) once the records whose chain
+  -- passes through `base` end at `head_total` tokens, and the marker to set when that reaches
+  -- soft_tokens and no younger job is pending.
+  local function compaction_due(base, head_total)
+    local spos, member = newest_summary(runs, summary_key, base)
+    local context = head_total
+    if member then
+      context = head_total - select(2, tok_at(tok, spos)) + summary_tokens(summary_key, member)
+    end
+    if context < tonumber(soft_tokens) then
+      return context, ''
+    end
+    local pending_since = tonumber(string.match(fields[4] or '', '\t(%d+)$') or '')
+    if pending_since and now - pending_since < (tonumber(job_ttl) or 0) then
+      return context, ''
+    end
+    return context, spos .. '\t' .. now
+  end
   local records, new_runs, aliases, edits = {}, {}, {}, {}
   local heads = {}
   local first = length
@@ -182,8 +214,12 @@ return run(function()
     end
     records[1] = head_record
     local total = select(2, tok_at(tok, cursor))
+    local before_append = cursor
     for i = 1, count do
       total = entry(i, total)
+    end
+    if soft_tokens ~= '' then
+      context_tokens, job = compaction_due(before_append, total)
     end
     cursor = first + count - 1
     cursor_depth = cursor_depth + count
@@ -291,10 +327,19 @@ return run(function()
   end
   local updated_at = newer(fields[1], now)
   redis.call('HSET', chat, 'message_count', message_count + count, 'updated_at', updated_at)
+  local enqueued = 0
+  if job ~= '' then
+    redis.call('HSET', chat, 'cjob', job)
+    if KEYS[12] ~= nil then
+      redis.call('XADD', KEYS[12], 'MAXLEN', '~', JOB_STREAM_MAXLEN, '*', 'chat', chat_id,
+                 'branch', target, 'job', job)
+      enqueued = 1
+    end
+  end
   remember_request(chat, req, req_old, request,
                    target .. '\t' .. first .. '\t' .. rebased .. '\t' .. conflict_fork .. '\t' ..
                    table.concat(created_names, '\n') .. '\t' .. table.concat(edits, ','),
                    fields[3], now)
   return {target, first, edits, rebased, conflict_fork, created_names, updated_at, owner,
-          index(chat_id, index_owner, owner, updated_at), inc}
+          index(chat_id, index_owner, owner, updated_at), inc, context_tokens, job, enqueued}
 end)

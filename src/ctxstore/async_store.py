@@ -25,6 +25,7 @@ from ctxstore.core import (
 )
 from ctxstore.core import messages as messages_ops
 from ctxstore.core.failures import TRANSPORT_ERRORS
+from ctxstore.core.jobs import CompactionTrigger
 from ctxstore.core.protocol import Exchange, Operation, Outcome, WireCommand
 from ctxstore.core.server_checks import with_startup_checks
 from ctxstore.core.state import Limits, StoreState
@@ -192,8 +193,11 @@ class AsyncStore:
         expected_head: str | None,
         on_conflict: ConflictPolicy = "raise",
         on_existing: ExistingPolicy = "raise",
+        compaction: CompactionTrigger | None = None,
     ) -> AppendResult:
-        """Append messages in order and move the branch head, atomically."""
+        """Append messages in order and move the branch head, atomically. With ``compaction``,
+        an append that takes the branch's context to ``soft_tokens`` enqueues one compaction
+        job for the chat (see :mod:`ctxstore.core.jobs`)."""
         return await self.run(
             messages_ops.append(
                 self._state,
@@ -203,6 +207,7 @@ class AsyncStore:
                 expected_head=expected_head,
                 on_conflict=on_conflict,
                 on_existing=on_existing,
+                compaction=compaction,
             )
         )
 
@@ -261,11 +266,15 @@ class AsyncStore:
         *,
         metadata: Mapping[str, Any] | None = None,
         tokens: int | None = None,
+        job: str | None = None,
     ) -> WrittenSummary:
         """Attach a summary to ``message_id``, the last message it covers: it applies to every
-        branch through that message. Written once; a second call returns the first summary."""
+        branch through that message. Written once; a second call returns the first summary.
+        ``job``: the compaction marker (``AppendResult.compaction_job``) it settles."""
         return await self.run(
-            summaries.write_summary(self._state, chat_id, message_id, content, metadata, tokens)
+            summaries.write_summary(
+                self._state, chat_id, message_id, content, metadata, tokens, job=job or ""
+            )
         )
 
     # --- branches ------------------------------------------------------------------------------

@@ -37,6 +37,11 @@ class AppendResult:
     rebased: bool = False
     conflict_fork: str | None = None
     created_branches: tuple[str, ...] = ()
+    #: The branch's context (newest summary and the messages after it) in stored tokens, when
+    #: the append checked a compaction threshold; -1 otherwise.
+    context_tokens: int = -1
+    #: The compaction job this append enqueued (its marker), None for none.
+    compaction_job: str | None = None
 
 
 class StoredMessage(TypedDict):

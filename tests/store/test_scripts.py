@@ -123,6 +123,8 @@ def test_callers_pass_exactly_the_declared_keys(
         for key, name in zip(call.keys, names, strict=False):
             if name in CHAT_KEY_NAMES:
                 assert key == f"ctx:{namespace}:{{c1}}:{name}", (call.script.name, key)
+            elif name == "jobs":
+                assert key.startswith(f"ctx:{namespace}:jobs:{{"), (call.script.name, key)
             else:
                 assert name in ("index", "all_chats", "user_chats"), call.script.name
                 assert ":idx:" in key, (call.script.name, key)

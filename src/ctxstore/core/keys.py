@@ -16,6 +16,9 @@
                                       tokens of the chain from its root through that message
     <base>:idx:chats            ZSET  chat id -> updated_at (every chat of the namespace)
     <base>:idx:user:{<user>}    ZSET  chat id -> updated_at (the chats of one user)
+    <base>:jobs:{<base>:N}      STREAM compaction jobs of the chats of shard N (N < JOB_SHARDS)
+    <base>:jobs:dead            STREAM jobs that failed for good, with their errors
+    <base>:workers              ZSET  worker id -> last heartbeat (epoch ms)
 
 ``<base>`` is ``<prefix>`` or ``<prefix>:<namespace>``, so a tenant's keys match the ACL pattern
 ``<prefix>:<namespace>:*``. One hash tag per chat puts every key a script touches in one Cluster
@@ -28,10 +31,13 @@ moves them itself, on a Cluster they follow the script.
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 
 from ctxstore.core.ids import check_key_id, check_key_prefix
 
+#: How many streams compaction jobs are spread over (per namespace).
+JOB_SHARDS = 8
 #: How many chats' key sets a keyspace keeps (dropped all at once past that: it is a cache).
 _CHAT_KEYS_KEPT = 4096
 
@@ -113,6 +119,25 @@ class Keyspace:
                 self._user_indexes.clear()
             self._user_indexes[user_id] = index
         return index
+
+    def job_stream(self, chat_id: str) -> str:
+        """The compaction job stream of ``chat_id``'s shard: jobs spread over JOB_SHARDS
+        streams, each its own hash tag, so no single key carries a whole cluster's jobs."""
+        return self.job_streams()[zlib.crc32(chat_id.encode("utf-8")) % JOB_SHARDS]
+
+    def job_streams(self) -> tuple[str, ...]:
+        """Every compaction job stream of the namespace (what workers read)."""
+        return tuple(f"{self.base}:jobs:{{{self.base}:{shard}}}" for shard in range(JOB_SHARDS))
+
+    @property
+    def dead_letters(self) -> str:
+        """Compaction jobs that failed for good, with their errors."""
+        return f"{self.base}:jobs:dead"
+
+    @property
+    def workers(self) -> str:
+        """Worker heartbeats: worker id -> the last beat (epoch ms)."""
+        return f"{self.base}:workers"
 
     def indexes_of(self, user_id: str) -> tuple[str, str]:
         """The two index keys a chat of ``user_id`` is listed in."""

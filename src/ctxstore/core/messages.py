@@ -19,6 +19,7 @@ from ctxstore.core.chain import (
 from ctxstore.core.chats import chat_context, keys_for, scope_args, touch_indexes, with_touch
 from ctxstore.core.codec import encode, plain_dict
 from ctxstore.core.ids import check_name, new_request_id, new_tags
+from ctxstore.core.jobs import CompactionTrigger, enqueue_compaction
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Arg, Operation, script_call
 from ctxstore.core.records import branch_info, text
@@ -134,12 +135,15 @@ def append(
     user_id: str | None = None,
     incarnation: str | None = None,
     count_tokens: MessageCounter | None = None,
+    compaction: CompactionTrigger | None = None,
 ) -> Operation[AppendResult]:
     """Append in order and move the head, in one script; see ``lua/append.lua`` for the policies.
 
     ``user_id`` refuses another owner's chat and ``incarnation`` a chat re-created since the
     caller knew it (both inside the script). The request id makes a resent call (after a lost
-    reply) answer like the first time instead of writing twice.
+    reply) answer like the first time instead of writing twice. ``compaction``: when the append
+    takes the branch's context to its threshold, the script sets the chat's job marker (once)
+    and, on a single server, adds the job to its stream; elsewhere the job follows the reply.
     """
     chat = state.keyspace.chat(chat_id)
     check_name(branch, "branch")
@@ -156,7 +160,11 @@ def append(
     keys = keys_for(script, chat)
     in_script_index = owner is not None and not state.cluster
     if in_script_index:
-        keys = (*keys, *state.keyspace.indexes_of(owner or ""))
+        keys = (
+            *keys,
+            *state.keyspace.indexes_of(owner or ""),
+            state.keyspace.job_stream(chat_id),
+        )
     fields = (
         *scope_args(user_id, incarnation),
         branch,
@@ -167,6 +175,8 @@ def append(
         new_request_id(),
         chat_id if in_script_index else "",
         (owner or "") if in_script_index else "",
+        str(compaction.soft_tokens) if compaction is not None else "",
+        str(compaction.job_ttl_ms) if compaction is not None else "",
     )
     call = script_call(
         script,
@@ -176,21 +186,22 @@ def append(
         context=chat_context(chat_id),
     )
     if in_script_index:
-        result, stored_owner, indexed = yield call
+        result, stored_owner, indexed, enqueued = yield call
         state.owners.remember(chat_id, stored_owner)
         if not indexed:
             yield from touch_indexes(state, chat_id, stored_owner, result.updated_at)
-        appended: AppendResult = result
-        return appended
-    parsed = yield from with_touch(
-        state,
-        chat_id,
-        call,
-        now,
-        owner_of=lambda reply: reply[1],
-        updated_at_of=lambda reply: reply[0].updated_at,
-    )
-    appended = parsed[0]
+    else:
+        result, _owner, _indexed, enqueued = yield from with_touch(
+            state,
+            chat_id,
+            call,
+            now,
+            owner_of=lambda reply: reply[1],
+            updated_at_of=lambda reply: reply[0].updated_at,
+        )
+    if result.compaction_job is not None and not enqueued:
+        yield from enqueue_compaction(state, chat_id, result.branch, result.compaction_job)
+    appended: AppendResult = result
     return appended
 
 
@@ -200,10 +211,24 @@ _EXISTING_POLICIES = get_args(ExistingPolicy)
 
 def _parse_append(
     reply: Sequence[Any], chosen_ids: Sequence[str], tags: Sequence[str]
-) -> tuple[AppendResult, str, bool]:
+) -> tuple[AppendResult, str, bool, bool]:
     """The result, from the first position the script used and the messages that were edits:
     a message keeps its chosen id unless it was an edit, else gets ``<pos>.<inc>.<tag>``."""
-    target, first, edits, rebased, conflict_fork, created, updated_at, owner, indexed, inc = reply
+    (
+        target,
+        first,
+        edits,
+        rebased,
+        conflict_fork,
+        created,
+        updated_at,
+        owner,
+        indexed,
+        inc,
+        context_tokens,
+        job,
+        enqueued,
+    ) = reply
     first, inc = int(first), text(inc)
     edited = {int(index) - 1 for index in edits}
     stored = tuple(
@@ -218,8 +243,10 @@ def _parse_append(
         conflict_fork=text(conflict_fork) or None,
         created_branches=tuple(text(b) for b in created),
         updated_at=int(updated_at),
+        context_tokens=int(context_tokens),
+        compaction_job=text(job) or None,
     )
-    return result, text(owner), bool(indexed)
+    return result, text(owner), bool(indexed), bool(enqueued)
 
 
 def get_message(
