@@ -338,7 +338,39 @@ def other_format(client: Any, keys: ChatKeys, _space: Any) -> None:
     client.hset(keys.key("chat"), "fmt", "1")
 
 
+def token_entries_cut_short(client: Any, keys: ChatKeys, _space: Any) -> None:
+    client.set(keys.key("tok"), client.get(keys.key("tok"))[:-1])
+
+
+def token_total_below_the_parent(client: Any, keys: ChatKeys, _space: Any) -> None:
+    entries = bytearray(client.get(keys.key("tok")))
+    entries[6:12] = bytes(6)  # position 1: flags 0, a chain total of 0 below position 0's
+    client.set(keys.key("tok"), bytes(entries))
+
+
+def unknown_token_flags(client: Any, keys: ChatKeys, _space: Any) -> None:
+    entries = bytearray(client.get(keys.key("tok")))
+    entries[0] = 7
+    client.set(keys.key("tok"), bytes(entries))
+
+
+def summary_past_the_log(client: Any, keys: ChatKeys, _space: Any) -> None:
+    client.zadd(keys.key("summary"), {b"\x00\x00\x00\x00\x05not a record": 99})
+
+
+def summary_of_another_message(client: Any, keys: ChatKeys, _space: Any) -> None:
+    record = msgpack.packb(
+        {"message_id": "someone-else", "created_at": 1, "content": "x", "metadata": {}}
+    )
+    client.zadd(keys.key("summary"), {bytes(5) + record: 0})
+
+
 UNDERIVABLE = [
+    (token_entries_cut_short, "tokens"),
+    (token_total_below_the_parent, "tokens"),
+    (unknown_token_flags, "tokens"),
+    (summary_past_the_log, "summary"),
+    (summary_of_another_message, "summary"),
     (checkpoint_past_the_log, "checkpoint"),
     (head_past_the_log, "branch"),
     (not_a_branch_record, "branch"),

@@ -30,6 +30,7 @@ from ctxstore.core.protocol import Arg, Call, Operation, command_call, script_ca
 from ctxstore.core.records import gc_paused, pairs, text
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
+from ctxstore.core.verify_tokens import check_summaries, check_token_entries
 from ctxstore.errors import (
     ChatNotFoundError,
     ConflictError,
@@ -98,6 +99,8 @@ class _Snapshot:
     alias: dict[str, Any]
     runs: list[tuple[str, float]]
     records: list[bytes]
+    tok: bytes
+    summaries: list[tuple[bytes, float]]
     #: index key -> the chat's score there (None: not listed); the owner's index only when the
     #: chat hash names a valid owner
     scores: dict[str, float | None]
@@ -133,6 +136,8 @@ def _key_calls(keys: ChatKeys) -> tuple[Call[Any], ...]:
         read("HGETALL", keys.key("checkpoint")),
         read("HGETALL", keys.key("alias")),
         read("ZRANGE", keys.key("runs"), 0, -1, "WITHSCORES"),
+        read("GET", keys.key("tok")),
+        read("ZRANGE", keys.key("summary"), 0, -1, "WITHSCORES"),
         read("HGETALL", chat),
     )
 
@@ -166,7 +171,7 @@ def _read(state: StoreState, keys: ChatKeys) -> Operation[_Snapshot]:
     for _attempt in range(ATTEMPTS):
         outcomes = yield _key_calls(keys)
         _fail_on_errors(outcomes)
-        first, length, branches, checkpoints, alias, runs, last = outcomes
+        first, length, branches, checkpoints, alias, runs, tok, summaries, last = outcomes
         chat = pairs(first)
         if chat != pairs(last):
             continue
@@ -189,6 +194,8 @@ def _read(state: StoreState, keys: ChatKeys) -> Operation[_Snapshot]:
             alias=pairs(alias),
             runs=_score_pairs(runs),
             records=[record for part in chunks for record in part],
+            tok=tok or b"",
+            summaries=[(member, float(score)) for member, score in _raw_pairs(summaries)],
             scores={index: _score(score) for index, score in zip(indexes, scores, strict=True)},
         )
     raise ConflictError(
@@ -197,11 +204,16 @@ def _read(state: StoreState, keys: ChatKeys) -> Operation[_Snapshot]:
     )
 
 
+def _raw_pairs(reply: Sequence[Any]) -> list[tuple[bytes, Any]]:
+    """ZRANGE WITHSCORES as (member bytes, score): a flat list, or pairs (RESP3)."""
+    if reply and isinstance(reply[0], (list, tuple)):
+        return [(member, score) for member, score in reply]
+    return [(reply[i], reply[i + 1]) for i in range(0, len(reply), 2)]
+
+
 def _score_pairs(reply: Sequence[Any]) -> list[tuple[str, float]]:
     """A ZRANGE WITHSCORES reply as (member, score) pairs, whether or not the client paired it."""
-    if reply and isinstance(reply[0], (list, tuple)):
-        return [(text(member), float(score)) for member, score in reply]
-    return [(text(reply[i]), float(reply[i + 1])) for i in range(0, len(reply), 2)]
+    return [(text(member), float(score)) for member, score in _raw_pairs(reply)]
 
 
 def _score(reply: Any) -> float | None:
@@ -590,6 +602,14 @@ def _check(snapshot: _Snapshot) -> tuple[VerifyReport, _Plan]:
     _check_runs(found, snapshot, log)
     _check_branches(found, snapshot, log)
     _check_checkpoints(found, snapshot, log)
+    check_token_entries(found.add, snapshot.keys.key("tok"), snapshot.tok, log.parents)
+    check_summaries(
+        found.add,
+        snapshot.keys.key("summary"),
+        snapshot.summaries,
+        lambda position: log.id_of(position, snapshot.incarnation),
+        len(snapshot.records),
+    )
     if snapshot.chat:
         _check_counters(found, snapshot)
         _check_indexes(found, snapshot)
