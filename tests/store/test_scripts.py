@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.core import protocol
+from ctxstore.core import leases, protocol
 from ctxstore.core.keys import CHAT_KEY_NAMES
 from ctxstore.core.scripts import PRELUDE, entry_script_names, load_script, script_dir
 
@@ -103,6 +103,9 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     store.client.delete(store.state.keyspace.chat("c1").key("alias"))  # something to repair
     store.client.hset(store.state.keyspace.chat("c1").key("chat"), "message_count", 0)
     store.verify_chat("c1", repair=True)
+    token = leases.new_lease_token()
+    store.run(leases.take_lease(store.state, "c1", token, 1000))
+    store.run(leases.give_lease(store.state, "c1", token))
     store.client.zadd(store.state.keyspace.all_chats_index, {"gone": 1})
     store.list_chats()
     store.delete_chat("c1")
