@@ -21,8 +21,9 @@
 --                    now (epoch milliseconds), request (request id, "" for none: a resent call
 --                    is answered from its summary), chat_id and index_owner (the chat's id and
 --                    the owner the index keys KEYS[10..11] were built for; "" without them),
---                    soft_tokens (a compaction threshold: "" for none) and job_ttl (ms after
---                    which a compaction job that settled nothing may be enqueued again)
+--                    soft_tokens (a compaction threshold: "" for none), job_ttl (ms after
+--                    which a compaction job that settled nothing may be enqueued again) and
+--                    keep (the messages a compaction keeps verbatim; carried by the job)
 -- ARGV[2] chosen     the messages' chosen ids, tab-separated ("" in a slot: generate one)
 -- ARGV[3] tokens     TOK_WIDTH bytes per message: its flags and its own tokens (the script
 --                    turns them into chain totals)
@@ -96,9 +97,9 @@ return run(function()
   local chat, log, alias, runs, branch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
   local req, req_old, tok, summary_key = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
   local user, known_inc, target, expected, on_conflict, on_existing, now, request, chat_id,
-        index_owner, soft_tokens, job_ttl = string.match(ARGV[1],
+        index_owner, soft_tokens, job_ttl, keep = string.match(ARGV[1],
           '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(%d+)\t([^\t]*)\t' ..
-          '([^\t]*)\t([^\t]*)\t(%d*)\t(%d*)$')
+          '([^\t]*)\t([^\t]*)\t(%d*)\t(%d*)\t(%d*)$')
   if not user then
     fail('INVALID', {reason = 'malformed call fields'})
   end
@@ -332,7 +333,7 @@ return run(function()
     redis.call('HSET', chat, 'cjob', job)
     if KEYS[12] ~= nil then
       redis.call('XADD', KEYS[12], 'MAXLEN', '~', JOB_STREAM_MAXLEN, '*', 'chat', chat_id,
-                 'branch', target, 'job', job)
+                 'branch', target, 'job', job, 'soft', soft_tokens, 'keep', keep)
       enqueued = 1
     end
   end

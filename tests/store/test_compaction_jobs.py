@@ -70,7 +70,13 @@ def test_one_job_when_the_context_reaches_the_threshold(
     assert [r.context_tokens for r in results] == [PER_MESSAGE * n for n in range(1, 9)]
     assert [r.compaction_job is not None for r in results] == [False] * 4 + [True] + [False] * 3
     assert jobs(store, backend) == [
-        {"chat": "j", "branch": "main", "job": results[4].compaction_job}
+        {
+            "chat": "j",
+            "branch": "main",
+            "job": results[4].compaction_job,
+            "soft": str(5 * PER_MESSAGE),
+            "keep": "4",
+        }
     ]
     assert store.state.keyspace.job_stream("j") in store.state.keyspace.job_streams()
 

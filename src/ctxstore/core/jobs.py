@@ -28,28 +28,47 @@ DEFAULT_JOB_TTL_MS = 15 * 60 * 1000
 
 @dataclass(frozen=True)
 class CompactionTrigger:
-    """What a save checks: the context size (tokens) that makes a compaction job due."""
+    """What a save checks: the context size (tokens) that makes a compaction job due. The job
+    carries ``soft_tokens`` and ``min_recent_messages`` (what the compaction keeps verbatim), so
+    a worker needs no per-chat settings of its own."""
 
     soft_tokens: int
     job_ttl_ms: int = DEFAULT_JOB_TTL_MS
+    min_recent_messages: int = 4
 
     def __post_init__(self) -> None:
-        for name in ("soft_tokens", "job_ttl_ms"):
+        for name in ("soft_tokens", "job_ttl_ms", "min_recent_messages"):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 0:
                 raise ConfigurationError(f"{name} must be a non-negative integer, got {value!r}")
 
 
-def job_fields(chat_id: str, branch: str, job: str) -> tuple[str, ...]:
+def job_fields(
+    chat_id: str, branch: str, job: str, trigger: CompactionTrigger
+) -> tuple[str | int, ...]:
     """The fields of a job entry (the append script writes the same ones)."""
-    return ("chat", chat_id, "branch", branch, "job", job)
+    return (
+        "chat",
+        chat_id,
+        "branch",
+        branch,
+        "job",
+        job,
+        "soft",
+        trigger.soft_tokens,
+        "keep",
+        trigger.min_recent_messages,
+    )
 
 
-def enqueue_compaction(state: StoreState, chat_id: str, branch: str, job: str) -> Operation[str]:
+def enqueue_compaction(
+    state: StoreState, chat_id: str, branch: str, job: str, trigger: CompactionTrigger
+) -> Operation[str]:
     """Add a job whose marker a save set to its shard's stream; returns the entry id."""
     stream = state.keyspace.job_stream(chat_id)
+    fields = job_fields(chat_id, branch, job, trigger)
     entry: str = yield command_call(
-        ("XADD", stream, "MAXLEN", "~", JOB_STREAM_MAXLEN, "*", *job_fields(chat_id, branch, job)),
+        ("XADD", stream, "MAXLEN", "~", JOB_STREAM_MAXLEN, "*", *fields),
         (stream,),
         parse=lambda raw: raw.decode() if isinstance(raw, bytes) else str(raw),
     )

@@ -177,6 +177,7 @@ def append(
         (owner or "") if in_script_index else "",
         str(compaction.soft_tokens) if compaction is not None else "",
         str(compaction.job_ttl_ms) if compaction is not None else "",
+        str(compaction.min_recent_messages) if compaction is not None else "",
     )
     call = script_call(
         script,
@@ -199,8 +200,10 @@ def append(
             owner_of=lambda reply: reply[1],
             updated_at_of=lambda reply: reply[0].updated_at,
         )
-    if result.compaction_job is not None and not enqueued:
-        yield from enqueue_compaction(state, chat_id, result.branch, result.compaction_job)
+    if compaction is not None and result.compaction_job is not None and not enqueued:
+        yield from enqueue_compaction(
+            state, chat_id, result.branch, result.compaction_job, compaction
+        )
     appended: AppendResult = result
     return appended
 
