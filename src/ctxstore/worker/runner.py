@@ -1,0 +1,309 @@
+"""The compaction worker: any number of processes, on any number of machines, share the jobs.
+
+Each worker joins one consumer group per namespace, reads new jobs round the shard streams,
+claims jobs a dead worker left idle (``XAUTOCLAIM``), and runs up to ``concurrency`` of them at
+once. A job is one :func:`~ctxstore.compaction.compaction` of its chat's branch, under the
+chat's lease; it is idempotent (a prefix already summarized is a no-op) and acknowledged when
+done. A failing summarizer is retried with exponential backoff; after ``max_attempts``
+failures, or a job delivered more than ``max_attempts`` times (its workers died), the job goes
+to the dead-letter stream with its error.
+
+Async inside; :meth:`Worker.run` is the sync entry point. SIGTERM / SIGINT: stop taking jobs,
+finish the ones in hand, return; a second signal cancels them and returns at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import socket
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxstore.async_store import AsyncStore, connect_async
+from ctxstore.compaction import CompactionPolicy, CompactionResult, arun_compaction, compaction
+from ctxstore.errors import ChatNotFoundError, ConfigurationError
+from ctxstore.tokens import MessageCounter, TokenCounter, message_counter
+from ctxstore.worker.streams import Job, JobStreams, log_line
+
+log = logging.getLogger("ctxstore.worker")
+
+#: A job idle this long in another consumer's hands is taken over (its worker died).
+DEFAULT_CLAIM_IDLE_MS = 60_000
+#: How long a job's compaction may hold its chat (summarizer included).
+DEFAULT_JOB_TIMEOUT_MS = 10 * 60 * 1000
+
+AsyncSummarize = Callable[[list[dict[str, Any]]], "Awaitable[str] | str"]
+
+
+@dataclass
+class WorkerStats:
+    """What a worker did (returned by :meth:`Worker.run`)."""
+
+    summarized: int = 0
+    skipped: int = 0
+    failed: int = 0
+    dead_lettered: int = 0
+    results: list[CompactionResult] = field(default_factory=list)
+
+
+class Worker:
+    """A compaction worker. ``summarize`` (messages -> text, sync or async) or ``compactify``
+    (the same contract, the name ``ContextManager`` uses) makes the summaries."""
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        namespaces: Sequence[str | None] = (None,),
+        compactify: AsyncSummarize | None = None,
+        summary_model: str | None = None,
+        concurrency: int = 4,
+        max_attempts: int = 3,
+        backoff_ms: int = 1000,
+        poll_ms: int = 500,
+        claim_idle_ms: int = DEFAULT_CLAIM_IDLE_MS,
+        job_timeout_ms: int = DEFAULT_JOB_TIMEOUT_MS,
+        heartbeat_ms: int = 5000,
+        consumer: str | None = None,
+        token_model: str | None = None,
+        estimate_tokens: TokenCounter | None = None,
+        summarizer_options: dict[str, Any] | None = None,
+    ) -> None:
+        for name, value in (
+            ("concurrency", concurrency),
+            ("max_attempts", max_attempts),
+            ("poll_ms", poll_ms),
+            ("claim_idle_ms", claim_idle_ms),
+            ("job_timeout_ms", job_timeout_ms),
+            ("heartbeat_ms", heartbeat_ms),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
+        if isinstance(backoff_ms, bool) or not isinstance(backoff_ms, int) or backoff_ms < 0:
+            raise ConfigurationError(
+                f"backoff_ms must be a non-negative integer, got {backoff_ms!r}"
+            )
+        if not namespaces:
+            raise ConfigurationError("a worker needs at least one namespace (None: the default)")
+        self.url = url
+        self.namespaces = tuple(namespaces)
+        self.summarize = _summarizer(compactify, summary_model, summarizer_options or {})
+        self.summary_model = summary_model
+        self.concurrency = concurrency
+        self.max_attempts = max_attempts
+        self.backoff_ms = backoff_ms
+        self.poll_ms = poll_ms
+        self.claim_idle_ms = claim_idle_ms
+        self.job_timeout_ms = job_timeout_ms
+        self.heartbeat_ms = heartbeat_ms
+        self.consumer = consumer or f"{socket.gethostname()}-{os.getpid()}-{os.urandom(3).hex()}"
+        self.count_message: MessageCounter = message_counter(token_model, estimate_tokens)
+        self._token_model = token_model
+        self._estimate_tokens = estimate_tokens
+        self._stopping = False
+        self._tasks: set[asyncio.Task[None]] = set()
+        self.stats = WorkerStats()
+
+    # --- entry points ----------------------------------------------------------------------
+
+    def run(self, *, burst: bool = False) -> WorkerStats:
+        """Work until stopped (SIGTERM, SIGINT, :meth:`stop`), or with ``burst`` until no job
+        is left; returns what was done."""
+        return asyncio.run(self.arun(burst=burst, handle_signals=True))
+
+    def stop(self) -> None:
+        """Take no new job; the ones in hand finish."""
+        self._stopping = True
+
+    async def arun(self, *, burst: bool = False, handle_signals: bool = False) -> WorkerStats:
+        """The async form of :meth:`run`."""
+        stores = [
+            connect_async(
+                self.url,
+                namespace=namespace,
+                token_model=self._token_model,
+                estimate_tokens=self._estimate_tokens,
+            )
+            for namespace in self.namespaces
+        ]
+        if handle_signals:
+            self._install_signal_handlers()
+        try:
+            streams = [
+                JobStreams(store.client, store.state.keyspace, self.consumer) for store in stores
+            ]
+            for group in streams:
+                await group.join()
+            await self._loop(list(zip(stores, streams, strict=True)), burst)
+        finally:
+            for store in stores:
+                await store.close()
+        return self.stats
+
+    # --- the loop ----------------------------------------------------------------------------
+
+    async def _loop(self, sources: list[tuple[AsyncStore, JobStreams]], burst: bool) -> None:
+        slots = asyncio.Semaphore(self.concurrency)
+        last_beat = 0.0
+        last_claim = 0.0
+        while not self._stopping:
+            now = time.monotonic()
+            if (now - last_beat) * 1000 >= self.heartbeat_ms:
+                for _store, streams in sources:
+                    await streams.beat(int(time.time() * 1000))
+                last_beat = now
+            free = self.concurrency - len(self._tasks)
+            found = 0
+            for store, streams in sources:
+                if free - found <= 0:
+                    break
+                claim_due = (now - last_claim) * 1000 >= min(self.claim_idle_ms, 5000)
+                jobs = await streams.claim(self.claim_idle_ms, free - found) if claim_due else []
+                jobs += await streams.read(free - found - len(jobs))
+                for job in jobs:
+                    await slots.acquire()
+                    self._start(store, streams, job, slots)
+                found += len(jobs)
+            if now - last_claim >= min(self.claim_idle_ms, 5000) / 1000:
+                last_claim = now
+            if found == 0:
+                if burst and not self._tasks:
+                    return
+                await asyncio.sleep(self.poll_ms / 1000)
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    def _start(
+        self, store: AsyncStore, streams: JobStreams, job: Job, slots: asyncio.Semaphore
+    ) -> None:
+        task = asyncio.get_running_loop().create_task(self._handle(store, streams, job))
+        self._tasks.add(task)
+
+        def done(finished: asyncio.Task[None]) -> None:
+            self._tasks.discard(finished)
+            slots.release()
+
+        task.add_done_callback(done)
+
+    async def _handle(self, store: AsyncStore, streams: JobStreams, job: Job) -> None:
+        started = time.monotonic()
+        if job.deliveries > self.max_attempts:
+            await self._dead(streams, job, "delivered too many times (its workers died)", started)
+            return
+        policy = CompactionPolicy(
+            min_recent_messages=job.keep,
+            soft_tokens=job.soft_tokens,
+            lease_ttl_ms=self.job_timeout_ms,
+            summary_model=self.summary_model,
+        )
+        error = ""
+        for attempt in range(1, self.max_attempts + 1):
+            steps = compaction(
+                store.state, job.chat_id, job.branch, policy, self.count_message, job=job.marker
+            )
+            try:
+                result = await arun_compaction(store.run, steps, self.summarize)
+            except ChatNotFoundError:
+                await streams.ack(job.stream, job.entry_id)
+                self._log(job, "chat gone", started)
+                return
+            except Exception as caught:  # a summarizer or server failure: retried
+                error = f"{type(caught).__name__}: {caught}"
+                self.stats.failed += 1
+                log.warning(
+                    log_line(
+                        event="job_retry",
+                        job=job.entry_id,
+                        chat=job.chat_id,
+                        attempt=attempt,
+                        error=error,
+                    )
+                )
+                if attempt < self.max_attempts:
+                    await asyncio.sleep(self.backoff_ms * 2 ** (attempt - 1) / 1000)
+                continue
+            if result.skipped == "leased":
+                # Another summarizer holds the chat: leave the job pending, to be claimed again.
+                self._log(job, "leased", started)
+                return
+            await streams.ack(job.stream, job.entry_id)
+            self.stats.results.append(result)
+            if result.skipped is None:
+                self.stats.summarized += 1
+            else:
+                self.stats.skipped += 1
+            self._log(job, result.skipped or "summarized", started, result)
+            return
+        await self._dead(streams, job, error, started)
+
+    async def _dead(self, streams: JobStreams, job: Job, error: str, started: float) -> None:
+        await streams.dead_letter(job, error, max(job.deliveries, self.max_attempts))
+        self.stats.dead_lettered += 1
+        self._log(job, "dead letter", started, error=error)
+
+    def _log(
+        self,
+        job: Job,
+        outcome: str,
+        started: float,
+        result: CompactionResult | None = None,
+        error: str | None = None,
+    ) -> None:
+        fields: dict[str, Any] = {
+            "event": "job",
+            "job": job.entry_id,
+            "chat": job.chat_id,
+            "branch": job.branch,
+            "outcome": outcome,
+            "latency_ms": round((time.monotonic() - started) * 1000, 1),
+        }
+        if result is not None:
+            fields.update(
+                tokens_before=result.tokens_before,
+                tokens_after=result.tokens_after,
+                context_tokens=result.context_tokens,
+                covered=result.covered,
+            )
+        if error:
+            fields["error"] = error
+        log.info(log_line(**fields))
+
+    def _install_signal_handlers(self) -> None:
+        loop = asyncio.get_running_loop()
+
+        def on_signal() -> None:
+            if self._stopping:  # the second signal: cancel the jobs in hand
+                for task in list(self._tasks):
+                    task.cancel()
+                return
+            self._stopping = True
+
+        for number in (signal.SIGTERM, signal.SIGINT):
+            try:
+                loop.add_signal_handler(number, on_signal)
+            except (NotImplementedError, RuntimeError):  # not the main thread, or Windows
+                return
+
+
+def _summarizer(
+    compactify: AsyncSummarize | None, summary_model: str | None, options: dict[str, Any]
+) -> AsyncSummarize:
+    """The summarizer a worker calls: ``compactify`` when given, else litellm with
+    ``summary_model``."""
+    if compactify is not None:
+        if not callable(compactify):
+            raise ConfigurationError(f"compactify must be a function, got {compactify!r}")
+        return compactify
+    if summary_model is None:
+        raise ConfigurationError(
+            "a worker needs a summarizer: summary_model= (a litellm model name, or "
+            "--summary-model / CTXSTORE_SUMMARY_MODEL) or compactify="
+        )
+    from ctxstore.summarizer import litellm_summarizer
+
+    return litellm_summarizer(summary_model, **options)

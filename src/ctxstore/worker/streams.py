@@ -1,0 +1,200 @@
+"""The Redis Streams side of the compaction worker: the consumer group, reading, claiming,
+acknowledging, dead letters and heartbeats.
+
+Jobs of a namespace are spread over ``JOB_SHARDS`` streams (``Keyspace.job_streams``), each
+under its own hash tag, and every command here names one key, so all of it works on a Cluster.
+The group starts at the beginning of each stream (id ``0``): jobs saved before the first worker
+ever started are not lost.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from redis.exceptions import ResponseError
+
+from ctxstore.core.keys import Keyspace
+
+#: The consumer group every worker of a namespace joins.
+GROUP = "ctxstore-compaction"
+#: Dead letters kept per namespace (``XADD MAXLEN ~``).
+DEAD_LETTER_MAXLEN = 10_000
+
+
+@dataclass(frozen=True)
+class Job:
+    """One compaction job as read from its stream."""
+
+    stream: str
+    entry_id: str
+    chat_id: str
+    branch: str
+    marker: str
+    soft_tokens: int | None
+    keep: int
+    deliveries: int = 1
+
+    @classmethod
+    def parse(cls, stream: str, entry_id: Any, fields: Mapping[Any, Any]) -> Job | None:
+        """A job from a stream entry; None for an entry that is not one (acknowledged as is)."""
+        values = {_text(key): _text(value) for key, value in fields.items()}
+        chat, branch = values.get("chat"), values.get("branch")
+        if not chat or not branch:
+            return None
+        soft = values.get("soft", "")
+        keep = values.get("keep", "")
+        return cls(
+            stream=stream,
+            entry_id=_text(entry_id),
+            chat_id=chat,
+            branch=branch,
+            marker=values.get("job", ""),
+            soft_tokens=int(soft) if soft.isdigit() else None,
+            keep=int(keep) if keep.isdigit() else 4,
+        )
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+class JobStreams:
+    """The job streams of one namespace, read through one async redis-py client."""
+
+    def __init__(self, client: Any, keyspace: Keyspace, consumer: str) -> None:
+        self.client = client
+        self.keyspace = keyspace
+        self.consumer = consumer
+        self.streams = keyspace.job_streams()
+
+    async def join(self) -> None:
+        """Create the consumer group on every stream (idempotent)."""
+        for stream in self.streams:
+            try:
+                await self.client.xgroup_create(stream, GROUP, id="0", mkstream=True)
+            except ResponseError as error:
+                if "BUSYGROUP" not in str(error):
+                    raise
+
+    async def read(self, count: int) -> list[Job]:
+        """Up to ``count`` new jobs, taken round the shards; nothing blocks."""
+        jobs: list[Job] = []
+        for stream in self.streams:
+            if len(jobs) >= count:
+                break
+            reply = await self.client.xreadgroup(
+                GROUP, self.consumer, {stream: ">"}, count=count - len(jobs)
+            )
+            for _name, entries in _stream_entries(reply):
+                for entry_id, fields in entries:
+                    job = Job.parse(stream, entry_id, fields or {})
+                    if job is None:
+                        await self.ack(stream, _text(entry_id))
+                    else:
+                        jobs.append(job)
+        return jobs
+
+    async def claim(self, min_idle_ms: int, count: int) -> list[Job]:
+        """Jobs other consumers took and left idle for ``min_idle_ms`` (a dead worker's), with
+        how many times each has been delivered."""
+        jobs: list[Job] = []
+        for stream in self.streams:
+            if len(jobs) >= count:
+                break
+            reply = await self.client.xautoclaim(
+                stream, GROUP, self.consumer, min_idle_ms, start_id="0-0", count=count - len(jobs)
+            )
+            entries = reply[1] if len(reply) > 1 else []
+            for entry_id, fields in entries:
+                if fields is None:  # deleted from the stream meanwhile
+                    await self.ack(stream, _text(entry_id))
+                    continue
+                job = Job.parse(stream, entry_id, fields)
+                if job is None:
+                    await self.ack(stream, _text(entry_id))
+                    continue
+                deliveries = await self._deliveries(stream, job.entry_id)
+                jobs.append(_with_deliveries(job, deliveries))
+        return jobs
+
+    async def _deliveries(self, stream: str, entry_id: str) -> int:
+        pending = await self.client.xpending_range(stream, GROUP, entry_id, entry_id, 1)
+        if not pending:
+            return 1
+        return int(pending[0].get("times_delivered", 1))
+
+    async def ack(self, stream: str, entry_id: str) -> None:
+        await self.client.xack(stream, GROUP, entry_id)
+
+    async def dead_letter(self, job: Job, error: str, attempts: int) -> None:
+        """Park a job that kept failing, with its error, then acknowledge it."""
+        await self.client.xadd(
+            self.keyspace.dead_letters,
+            {
+                "chat": job.chat_id,
+                "branch": job.branch,
+                "job": job.marker,
+                "stream": job.stream,
+                "entry": job.entry_id,
+                "attempts": attempts,
+                "error": error[:2000],
+                "failed_at": int(time.time() * 1000),
+            },
+            maxlen=DEAD_LETTER_MAXLEN,
+            approximate=True,
+        )
+        await self.ack(job.stream, job.entry_id)
+
+    async def beat(self, now_ms: int) -> None:
+        """Record that this worker is alive."""
+        await self.client.zadd(self.keyspace.workers, {self.consumer: now_ms})
+
+
+def _with_deliveries(job: Job, deliveries: int) -> Job:
+    return Job(
+        job.stream,
+        job.entry_id,
+        job.chat_id,
+        job.branch,
+        job.marker,
+        job.soft_tokens,
+        job.keep,
+        deliveries,
+    )
+
+
+def _stream_entries(reply: Any) -> Sequence[tuple[Any, Sequence[tuple[Any, Any]]]]:
+    """XREADGROUP's reply as (stream, entries), whether RESP2 (a list) or RESP3 (a dict)."""
+    if not reply:
+        return []
+    if isinstance(reply, Mapping):
+        return [
+            (name, entries[0] if entries and isinstance(entries[0], list) else entries)
+            for name, entries in reply.items()
+        ]
+    return [(name, entries) for name, entries in reply]
+
+
+async def live_workers(client: Any, keyspace: Keyspace, max_age_ms: int, now_ms: int) -> int:
+    """How many workers of the namespace beat within ``max_age_ms``."""
+    return int(await client.zcount(keyspace.workers, now_ms - max_age_ms, "+inf"))
+
+
+async def dead_letters(client: Any, keyspace: Keyspace, count: int) -> list[dict[str, Any]]:
+    """The newest ``count`` dead letters, newest first, as plain dicts."""
+    entries = await client.xrevrange(keyspace.dead_letters, count=count)
+    letters = []
+    for entry_id, fields in entries:
+        letter: dict[str, Any] = {"id": _text(entry_id)}
+        letter.update({_text(key): _text(value) for key, value in fields.items()})
+        letters.append(letter)
+    return letters
+
+
+def log_line(**fields: Any) -> str:
+    """One structured log line (JSON, keys sorted)."""
+    return json.dumps(fields, sort_keys=True, default=str)
