@@ -1,7 +1,8 @@
 """The ``ctxstore`` command line: inspect chats in a store from a terminal.
 
 ``ctxstore [--url URL] [--namespace NS] COMMAND ...`` where COMMAND is ``demo``, ``chats``,
-``tree``, ``log``, ``export`` or ``verify``. Without ``--url`` the store comes from
+``tree``, ``log``, ``export``, ``verify`` or ``worker`` (:mod:`ctxstore.worker.command`).
+Without ``--url`` the store comes from
 ``CTXSTORE_URL``, else the embedded ``memory://`` store (which starts empty in every process).
 
 Mistakes are reported the same way whoever made them: a store error (a chat that does not
@@ -32,6 +33,7 @@ from ctxstore.core.verify import VerifyReport
 from ctxstore.errors import CtxStoreError
 from ctxstore.exporting import to_dot, to_json, to_mermaid
 from ctxstore.models import BranchChain, ChatGraph, ChatInfo
+from ctxstore.worker.command import add_worker_command
 
 __all__ = ["DEFAULT_CHAT_LIMIT", "build_parser", "main"]
 
@@ -256,6 +258,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
     verify.set_defaults(handler=_verify)
+    add_worker_command(commands, _positive_int)
     return parser
 
 

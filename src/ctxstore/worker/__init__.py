@@ -1,54 +1,29 @@
-"""The compaction worker (``ctxstore worker``): see :mod:`ctxstore.worker.runner`."""
+"""The compaction worker (``ctxstore worker``): see :mod:`ctxstore.worker.runner`.
+
+Names load on first use, so the CLI (which only registers the command) stays light.
+"""
 
 from __future__ import annotations
 
-import asyncio
-import time
-from collections.abc import Sequence
+import importlib
 from typing import Any
 
-from ctxstore.async_store import connect_async
-from ctxstore.worker.runner import Worker, WorkerStats
-from ctxstore.worker.streams import GROUP, Job, dead_letters, live_workers
+_EXPORTS = {
+    "GROUP": "ctxstore.worker.streams",
+    "Job": "ctxstore.worker.streams",
+    "Worker": "ctxstore.worker.runner",
+    "WorkerStats": "ctxstore.worker.runner",
+    "list_dead_letters": "ctxstore.worker.probes",
+    "worker_alive": "ctxstore.worker.probes",
+}
 
 __all__ = ["GROUP", "Job", "Worker", "WorkerStats", "list_dead_letters", "worker_alive"]
 
-#: A worker whose last heartbeat is older than this is not counted as alive.
-DEFAULT_HEARTBEAT_MAX_AGE_MS = 30_000
 
-
-def worker_alive(
-    url: str | None = None,
-    *,
-    namespaces: Sequence[str | None] = (None,),
-    max_age_ms: int = DEFAULT_HEARTBEAT_MAX_AGE_MS,
-) -> bool:
-    """Whether a live worker's heartbeat exists in any of ``namespaces`` (``--check``)."""
-
-    async def check() -> bool:
-        for namespace in namespaces:
-            store = connect_async(url, namespace=namespace)
-            try:
-                now = int(time.time() * 1000)
-                if await live_workers(store.client, store.state.keyspace, max_age_ms, now):
-                    return True
-            finally:
-                await store.close()
-        return False
-
-    return asyncio.run(check())
-
-
-def list_dead_letters(
-    url: str | None = None, *, namespace: str | None = None, count: int = 100
-) -> list[dict[str, Any]]:
-    """The newest dead letters of a namespace (``--dead-letters``), newest first."""
-
-    async def read() -> list[dict[str, Any]]:
-        store = connect_async(url, namespace=namespace)
-        try:
-            return await dead_letters(store.client, store.state.keyspace, count)
-        finally:
-            await store.close()
-
-    return asyncio.run(read())
+def __getattr__(name: str) -> Any:
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'ctxstore.worker' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value

@@ -1,0 +1,120 @@
+"""``ctxstore worker``: run the compaction worker, check for a live one, or list dead letters.
+
+``ctxstore worker --url URL [--namespace NS ...] [--concurrency N] [--burst]
+[--summary-model MODEL]`` works until SIGTERM (or, with ``--burst``, until no job is left);
+``--check`` exits 0 when a live worker's heartbeat exists and 1 otherwise (a liveness probe);
+``--dead-letters`` prints the jobs that failed for good, one JSON object a line. The URL and
+namespaces come from the command's own options, else the global ``ctxstore --url`` /
+``--namespace``, else ``CTXSTORE_URL``; the summary model from ``--summary-model``, else
+``CTXSTORE_SUMMARY_MODEL``. Logs are JSON lines on stderr.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import sys
+from typing import Any
+
+#: The environment variables the command reads (the deploy/ files set them).
+URL_ENV = "CTXSTORE_URL"
+SUMMARY_MODEL_ENV = "CTXSTORE_SUMMARY_MODEL"
+CONCURRENCY_ENV = "CTXSTORE_WORKER_CONCURRENCY"
+NAMESPACES_ENV = "CTXSTORE_NAMESPACES"
+
+
+def add_worker_command(commands: Any, positive_int: Any) -> None:
+    """The ``worker`` subcommand on the CLI's subparsers."""
+    worker = commands.add_parser(
+        "worker", help="run the compaction worker (or --check for a live one, --dead-letters)"
+    )
+    worker.add_argument("--url", dest="worker_url", default=None, help="store URL")
+    worker.add_argument(
+        "--namespace",
+        dest="worker_namespaces",
+        action="append",
+        default=None,
+        help="a namespace to serve (repeatable; default: the default namespace, or "
+        f"${NAMESPACES_ENV}, comma-separated)",
+    )
+    worker.add_argument(
+        "--concurrency",
+        type=positive_int,
+        default=None,
+        help=f"jobs at once (default 4, or ${CONCURRENCY_ENV})",
+    )
+    worker.add_argument("--burst", action="store_true", help="drain the jobs, then exit")
+    worker.add_argument(
+        "--summary-model",
+        default=None,
+        help=f"the litellm model that writes summaries (default ${SUMMARY_MODEL_ENV})",
+    )
+    worker.add_argument("--max-attempts", type=positive_int, default=3)
+    worker.add_argument(
+        "--claim-idle-ms",
+        type=positive_int,
+        default=60_000,
+        help="take over a job another worker left idle this long (its worker died)",
+    )
+    worker.add_argument(
+        "--job-timeout-ms",
+        type=positive_int,
+        default=600_000,
+        help="how long one job may hold its chat (keep below the grace period on SIGTERM)",
+    )
+    mode = worker.add_mutually_exclusive_group()
+    mode.add_argument(
+        "--check", action="store_true", help="exit 0 when a live worker's heartbeat exists"
+    )
+    mode.add_argument(
+        "--dead-letters", action="store_true", help="print the jobs that failed for good"
+    )
+    worker.set_defaults(handler=run_worker_command)
+
+
+def _namespaces(args: argparse.Namespace) -> list[str | None]:
+    chosen = args.worker_namespaces
+    if not chosen and args.namespace:
+        chosen = [args.namespace]
+    if not chosen and os.environ.get(NAMESPACES_ENV):
+        chosen = [name.strip() for name in os.environ[NAMESPACES_ENV].split(",") if name.strip()]
+    return list(chosen) if chosen else [None]
+
+
+def run_worker_command(args: argparse.Namespace) -> int:
+    from ctxstore.worker import Worker, list_dead_letters, worker_alive
+
+    url = args.worker_url or args.url or os.environ.get(URL_ENV)
+    namespaces = _namespaces(args)
+    if args.check:
+        return 0 if worker_alive(url, namespaces=namespaces) else 1
+    if args.dead_letters:
+        for namespace in namespaces:
+            for letter in list_dead_letters(url, namespace=namespace):
+                print(json.dumps({"namespace": namespace, **letter}, sort_keys=True))
+        return 0
+    concurrency = args.concurrency or int(os.environ.get(CONCURRENCY_ENV) or 4)
+    logging.basicConfig(stream=sys.stderr, level=logging.INFO, format="%(message)s")
+    worker = Worker(
+        url,
+        namespaces=namespaces,
+        summary_model=args.summary_model or os.environ.get(SUMMARY_MODEL_ENV),
+        concurrency=concurrency,
+        max_attempts=args.max_attempts,
+        claim_idle_ms=args.claim_idle_ms,
+        job_timeout_ms=args.job_timeout_ms,
+    )
+    stats = worker.run(burst=args.burst)
+    logging.getLogger("ctxstore.worker").info(
+        json.dumps(
+            {
+                "event": "stopped",
+                "summarized": stats.summarized,
+                "skipped": stats.skipped,
+                "dead_lettered": stats.dead_lettered,
+            }
+        )
+    )
+    return 0
