@@ -22,7 +22,8 @@
 --                 the newest N tokens is a binary search, with no payload read.
 -- A generated message id is "<position>.<incarnation>.<tag>": unique, meaningless in any other
 -- incarnation of the chat (a chat deleted and re-created gets a new one), and never reused.
--- A record is a msgpack array [parent position, created_at, payload, chosen id or nil, tag]:
+-- A record is a msgpack array [parent position, created_at, payload, chosen id or nil, tag]
+-- (with per-message metadata: [parent, created_at, payload, metadata, chosen id or nil, tag]):
 -- the parent is -1 for a root and -2 for "the position before mine" (so a client can build the
 -- record before knowing where it lands); the tag is 6 random characters. The client builds
 -- records; Lua rewrites the parent of the few that need it and treats the rest as opaque bytes

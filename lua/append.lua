@@ -83,14 +83,15 @@ local function index(chat_id, index_owner, owner, updated_at)
 end
 
 -- A client-built record with its parent set to `parent` (the client wrote -2 right after the
--- array header) and, for an edit, its chosen id dropped.
+-- array header, which is kept: 5 elements, or 6 with the message's metadata before the chosen
+-- id) and, for an edit, its chosen id dropped.
 local function rewritten(record, parent, drop_chosen, chosen)
   local body = string.sub(record, 3)
   if drop_chosen then
     local tail = pack_str(chosen) .. string.sub(record, -(TAG_LENGTH + 1))
     body = string.sub(body, 1, #body - #tail) .. '\192' .. string.sub(record, -(TAG_LENGTH + 1))
   end
-  return '\149' .. pack_int(parent) .. body
+  return string.sub(record, 1, 1) .. pack_int(parent) .. body
 end
 
 return run(function()

@@ -12,7 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Any, Literal
+
+from typing_extensions import NotRequired, TypedDict
 
 if TYPE_CHECKING:
     from ctxstore.models import BranchInfo, ChatMeta
@@ -55,14 +57,18 @@ class StoredMessage(TypedDict):
     parent_id: str | None
     created_at: int
     message: dict[str, Any]
+    #: The caller's metadata of the message (never sent to a model); only when it has some.
+    metadata: NotRequired[dict[str, Any]]
 
 
 @dataclass(frozen=True)
 class NewMessage:
-    """A message to append under a chosen id (plain dicts get a generated id)."""
+    """A message to append under a chosen id (plain dicts get a generated id), with optional
+    metadata stored beside it: returned by reads as ``metadata``, never part of ``message``."""
 
     message: Mapping[str, Any]
     id: str | None = None
+    metadata: Mapping[str, Any] | None = None
 
 
 #: What ``append`` takes per message: a chat-message dict (id generated) or a NewMessage.

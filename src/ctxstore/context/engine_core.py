@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict, get_args
 
 from ctxstore.context.fragment import Fragment, copy_fragment, walk
-from ctxstore.context.messages import LAST_ASSISTANT_METADATA, message_payload
+from ctxstore.context.messages import LAST_ASSISTANT_METADATA, message_payload, stored_metadata
 from ctxstore.context.renderers import (
     MarkdownRenderer,
     Renderer,
@@ -351,9 +351,12 @@ class EngineCore:
         )
 
     def _as_new_message(self, item: Fragment) -> NewMessage:
+        metadata = stored_metadata(item)
         if _replaces_last_assistant(item) and self._last_assistant_id() is not None:
-            return NewMessage(message_payload(item), id=self._last_assistant_id())
-        return NewMessage(message_payload(item), id=item.id)
+            return NewMessage(
+                message_payload(item), id=self._last_assistant_id(), metadata=metadata
+            )
+        return NewMessage(message_payload(item), id=item.id, metadata=metadata)
 
     # --- branches and checkpoints ------------------------------------------------------------
 

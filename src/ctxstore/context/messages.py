@@ -65,15 +65,39 @@ def assistant_text(text: str, *, id: str | None = None) -> Fragment:
     return assistant(text, id=id)
 
 
-def message(msg: Mapping[str, Any] | object) -> Fragment:
+def message(
+    msg: Mapping[str, Any] | object, *, metadata: Mapping[str, Any] | None = None
+) -> Fragment:
     """A message fragment of any role from a chat-message dict or a pydantic message object.
 
     Objects with ``model_dump()`` (litellm's ``Message``, any pydantic model) are dumped with
     ``exclude_none=True``. A top-level ``"id"`` becomes the fragment id (the id the message is
     stored under) and leaves the stored dict; without one the store generates the id.
+    ``metadata`` is stored beside the message, returned by the store, never sent to a model.
     """
     payload, payload_id = _payload(_as_mapping(msg), default_role=None)
-    return _message_fragment(payload, payload_id)
+    result = _message_fragment(payload, payload_id)
+    if metadata is not None:
+        if not isinstance(metadata, Mapping):
+            raise ValidationError(f"metadata must be a mapping, got {type(metadata).__name__}")
+        result.metadata = copy.deepcopy(dict(metadata))
+    return result
+
+
+def stored_metadata(fragment: Fragment) -> dict[str, Any] | None:
+    """The metadata a message fragment stores: its own, without the engine's operational flags
+    (such as the one :func:`last_assistant_message` sets)."""
+    if not fragment.metadata:
+        return None
+    kept = {
+        key: value
+        for key, value in fragment.metadata.items()
+        if LAST_ASSISTANT_METADATA.get(key, _ABSENT) != value
+    }
+    return kept or None
+
+
+_ABSENT = object()
 
 
 def last_assistant_message(content: Content | Mapping[str, Any]) -> Fragment:

@@ -114,9 +114,9 @@ def record_fields(
     record: Any, key: str, position: int
 ) -> tuple[int, int, dict[str, Any], str | None, str]:
     """(parent position, created_at, payload, chosen id or None, tag) of a decoded record."""
-    if not isinstance(record, list) or len(record) < 5:
+    if not isinstance(record, list) or len(record) not in (5, 6):
         raise _bad_record(key, position)
-    parent, created_at, payload, chosen, tag = record[0], record[1], record[2], record[3], record[4]
+    parent, created_at, payload, chosen, tag = record[0], record[1], record[2], *record[-2:]
     if (
         not isinstance(parent, int)
         or not isinstance(created_at, int)
@@ -154,7 +154,13 @@ def _decode_chain(
     tag = ""
     for position, record in zip(positions, records, strict=True):
         # record_fields, inlined: this loop runs once per message of every read.
-        if type(record) is not list or len(record) < 5:
+        if type(record) is not list or len(record) != 5:
+            if type(record) is list and len(record) == 6:
+                append_message(_with_metadata(record, position, incarnation, key, parent_id))
+                append_payload(record[2])
+                parent_id = messages[-1]["id"]
+                tag = record[5]
+                continue
             raise _bad_record(key, position)
         created_at, payload, chosen, tag = record[1], record[2], record[3], record[4]
         if type(payload) is not dict or type(created_at) is not int or type(tag) is not str:
@@ -176,6 +182,23 @@ def _decode_chain(
         append_payload(payload)
         parent_id = message_id
     return messages, payloads, tag
+
+
+def _with_metadata(
+    record: list[Any], position: int, incarnation: str, key: str, parent_id: str | None
+) -> StoredMessage:
+    """A message whose record carries metadata (6 elements; the rare, slower path)."""
+    _parent, created_at, payload, chosen, tag = record_fields(record, key, position)
+    metadata = record[3]
+    if type(metadata) is not dict:
+        raise _bad_record(key, position)
+    return {
+        "id": chosen if chosen is not None else f"{position}.{incarnation}.{tag}",
+        "parent_id": parent_id,
+        "created_at": created_at,
+        "message": payload,
+        "metadata": metadata,
+    }
 
 
 def fetch_ranges(

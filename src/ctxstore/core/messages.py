@@ -60,6 +60,16 @@ def check_payload(payload: object, where: str) -> dict[str, Any]:
     return plain_dict(payload)
 
 
+def check_metadata(metadata: object, where: str) -> dict[str, Any]:
+    """A message's metadata: a mapping with string keys (encoded like the payload)."""
+    if not isinstance(metadata, Mapping):
+        raise ValidationError(f"{where} metadata must be a mapping, got {type(metadata).__name__}")
+    for key in metadata:
+        if not isinstance(key, str):
+            raise ValidationError(f"{where} metadata has a non-string key {key!r}")
+    return plain_dict(metadata)
+
+
 def check_policy(value: object, allowed: tuple[str, ...], what: str) -> str:
     if value not in allowed:
         raise ValidationError(f"{what} must be one of {allowed}, got {value!r}")
@@ -69,6 +79,8 @@ def check_policy(value: object, allowed: tuple[str, ...], what: str) -> str:
 #: A record's start as the client writes it: a 5-element array whose parent is -2, "the
 #: position before mine" (the script rewrites it where the parent is elsewhere).
 _RECORD_HEAD = b"\x95\xfe"
+#: The same for a record with metadata (6 elements: the metadata comes before the chosen id).
+_RECORD_WITH_METADATA_HEAD = b"\x96\xfe"
 _NIL = b"\xc0"
 
 
@@ -102,9 +114,14 @@ def append_args(
     payloads: list[dict[str, Any]] = []
     for index, item in enumerate(items):
         where = f"messages[{index}]"
+        metadata = b""
         if isinstance(item, NewMessage):
             payload: object = item.message
             chosen = "" if item.id is None else check_name(item.id, f"{where} id")
+            if item.metadata:
+                metadata = encode(
+                    check_metadata(item.metadata, where), what=f"{where} metadata", limit=limit
+                )
         else:
             payload, chosen = item, ""
         if chosen:
@@ -116,8 +133,9 @@ def append_args(
         payloads.append(checked)
         body = encode(checked, what=where, limit=limit)
         chosen_part = msgpack.packb(chosen) if chosen else _NIL
+        head = _RECORD_WITH_METADATA_HEAD if metadata else _RECORD_HEAD
         records.append(
-            b"".join((_RECORD_HEAD, created, body, chosen_part, msgpack.packb(tags[index])))
+            b"".join((head, created, body, metadata, chosen_part, msgpack.packb(tags[index])))
         )
     entries = token_entries(payloads, count_tokens or state.message_tokens)
     return chosen_ids, tags, records, entries
