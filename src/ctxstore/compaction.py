@@ -29,6 +29,7 @@ from ctxstore.errors import ConfigurationError, ValidationError
 from ctxstore.results import BranchChain, StoredSummary
 from ctxstore.tokens import MessageCounter
 
+
 class _Scope(TypedDict):
     user_id: str | None
     incarnation: str | None
