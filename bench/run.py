@@ -19,6 +19,8 @@ from typing import Any, TypeVar
 from environment import environment, load_average
 from local_cluster import local_cluster
 from local_redis import local_redis
+from long_context import COMPACTION, long_context
+from long_context import SCENARIO as LONG_CONTEXT
 from longest_call import SCENARIO as LONGEST
 from longest_call import longest_calls
 from memory_use import SCENARIO as MEMORY
@@ -50,6 +52,8 @@ SCENARIOS = (
     LONGEST,
     WRITERS,
     MEMORY,
+    LONG_CONTEXT,
+    COMPACTION,
     SCENARIO_IMPORT,
     SCENARIO_FIRST_SAVE,
     "cluster",
@@ -152,6 +156,16 @@ def standalone(results: Results, url: str, scale: Scale, stages: Stages, peers: 
         found[MEMORY] = stages.run(
             "Redis memory per message",
             lambda: memory_per_message(target, store, scale.memory_messages, scale.memory_batch),
+        )
+        found[LONG_CONTEXT], found[COMPACTION] = stages.run(
+            "token windows, counting at save, compaction",
+            lambda: long_context(
+                target,
+                store,
+                scale.lengths[-1],
+                scale.read_iterations[scale.lengths[-1]] * 5,
+                scale.warmup(scale.read_iterations[scale.lengths[-1]]),
+            ),
         )
         found[SCENARIO_IMPORT], found[SCENARIO_FIRST_SAVE] = stages.run(
             "import time and first save in fresh interpreters",

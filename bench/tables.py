@@ -174,6 +174,31 @@ def writers_table(found: WriterResults) -> Table:
     return Table("Concurrent writers (1-message appends, on_conflict=rebase)", headers, rows, notes)
 
 
+def long_context_table(rows: Sequence[Timed]) -> Table:
+    return _timed_table(
+        "Long conversations: token window, full read, counting at save",
+        rows,
+        [("x PING", _other_ratio(lambda _row: "PING"))],
+    )
+
+
+def compaction_table(found: Any) -> Table:
+    if isinstance(found, Skipped):
+        return Table("Compaction of a chat", [], [], [f"skipped: {found.reason}"])
+    headers = ["messages", "context tokens before", "after", "covered", "summary tokens", "s"]
+    rows = [
+        [
+            f"{found.messages:,}",
+            f"{found.tokens_before:,}",
+            f"{found.tokens_after:,}",
+            f"{found.covered:,}",
+            f"{found.summary_tokens:,}",
+            f"{found.seconds:.3f}",
+        ]
+    ]
+    return Table("Compaction of a chat (one job, a fixed 120-word summary)", headers, rows)
+
+
 def memory_table(found: MemoryUse) -> Table:
     headers = ["measure", "bytes", "bytes/message", "x msgpack payload"]
     rows = [
@@ -279,6 +304,8 @@ def all_tables(results: Results) -> list[Table]:
         longest_table(scenarios["longest_call"]),
         writers_table(scenarios["writers"]),
         memory_table(scenarios["memory_per_message"]),
+        long_context_table(results.rows("long_context")),
+        compaction_table(scenarios.get("compaction", Skipped("not run"))),
         *startup_tables(scenarios["import_time"], scenarios["first_save"]),
         *side_tables(results, "cluster", "3-master cluster"),
         *side_tables(results, "embedded", "Embedded store (memory://)"),

@@ -125,12 +125,15 @@ def count_tokens(
     return total
 
 
-def message_tokens(message: Mapping[str, Any], counter: TokenCounter) -> int:
-    """One message's tokens in a request: its texts through ``counter`` plus the overhead."""
+def message_tokens(
+    message: Mapping[str, Any], counter: TokenCounter, role_counter: TokenCounter | None = None
+) -> int:
+    """One message's tokens in a request: its texts through ``counter`` plus the overhead
+    (``role_counter``, when given, counts the role: a cache of the few roles there are)."""
     tokens = MESSAGE_OVERHEAD_TOKENS
     role = message.get("role")
     if isinstance(role, str):
-        tokens += counter(role)
+        tokens += (role_counter or counter)(role)
     tokens += _content_tokens(message.get("content"), counter)
     name = message.get("name")
     if isinstance(name, str) and name:
@@ -320,7 +323,21 @@ def message_counter(
     if model is not None and not isinstance(model, str):
         raise ValidationError(f"model must be a model name or None, got {model!r}")
 
+    texts: TokenCounter | None = None  # resolved on the first count (loads the tokenizer)
+    roles: dict[str, int] = {}  # a handful of roles, counted once each
+
+    def role_tokens(role: str) -> int:
+        found = roles.get(role)
+        if found is None:
+            found = roles[role] = texts(role) if texts is not None else 0
+            if len(roles) > 64:  # bounded: roles are caller strings
+                roles.clear()
+        return found
+
     def count(message: Mapping[str, Any]) -> int:
-        return message_tokens(message, _text_counter(model, estimate_tokens))
+        nonlocal texts
+        if texts is None:
+            texts = _text_counter(model, estimate_tokens)
+        return message_tokens(message, texts, role_tokens)
 
     return count
