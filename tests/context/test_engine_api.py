@@ -17,6 +17,7 @@ IO_METHODS = {
     "update_chat",
     "track_usage",
     "token_count",
+    "inspect",
 }
 
 

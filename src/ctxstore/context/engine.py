@@ -135,6 +135,12 @@ class ContextEngine(_EngineBase[Store]):
         )
         return self._core.resolved(chain, renderer)
 
+    def inspect(self, model: str | None = None, renderer: Renderer | None = None) -> dict[str, Any]:
+        """A JSON-serializable snapshot of the next call: token and cost estimate with the
+        model's limits, the rendered prompt, the fragments, the chat's graph, the time."""
+        drive_sync(self._core.materialize_context())
+        return self._store.run(self._core.inspect_op(model, renderer))
+
     def token_count(self, renderer: Renderer | None = None) -> int:
         """The tokens the next ``resolve()`` would send (system prompt, summary, messages,
         pending ones), from the counts stored at save: one round trip, no payload read."""
@@ -206,6 +212,14 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
             self._core.resolve_op(max_tokens=max_tokens, max_messages=max_messages, full=full)
         )
         return self._core.resolved(chain, renderer)
+
+    async def inspect(
+        self, model: str | None = None, renderer: Renderer | None = None
+    ) -> dict[str, Any]:
+        """A JSON-serializable snapshot of the next call: token and cost estimate with the
+        model's limits, the rendered prompt, the fragments, the chat's graph, the time."""
+        await drive_async(self._core.materialize_context())
+        return await self._store.run(self._core.inspect_op(model, renderer))
 
     async def token_count(self, renderer: Renderer | None = None) -> int:
         """The tokens the next ``resolve()`` would send (system prompt, summary, messages,

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypedDict, get_args
 
 from ctxstore.context.fragment import Fragment, copy_fragment, walk
+from ctxstore.context.inspection import snapshot
 from ctxstore.context.messages import LAST_ASSISTANT_METADATA, message_payload, stored_metadata
 from ctxstore.context.renderers import (
     MarkdownRenderer,
@@ -28,6 +29,7 @@ from ctxstore.context.renderers import (
     XmlRenderer,
 )
 from ctxstore.core import branches, chats, checkpoints, opening
+from ctxstore.core import graph as graph_ops
 from ctxstore.core import messages as message_ops
 from ctxstore.core.cache import EMPTY_CHAIN, CachedChain
 from ctxstore.core.chats import metadata_args
@@ -289,6 +291,26 @@ class EngineCore:
         self._follow(info)
         self._learn_last_assistant(chain)
         return chain
+
+    def inspect_op(self, model: str | None, renderer: Renderer | None) -> Operation[dict[str, Any]]:
+        """A JSON-serializable snapshot of what the next call would send and what it costs
+        (see :func:`ctxstore.context.inspection.snapshot`): two round trips (the chain's size,
+        the chat's graph), no message payload read."""
+        yield from self.ensure_open()
+        info, _chain, reply = yield from message_ops.read_branch(
+            self._state,
+            self.chat_id,
+            self.branch,
+            window=message_ops.Window(count_only=True, after_summary=True),
+            **self._scope,
+        )
+        self._follow(info)
+        self.summary = message_ops.branch_summary(self._state, self.chat_id, reply)
+        chat_graph = yield from graph_ops.get_graph(self._state, self.chat_id, **self._scope)
+        size = ChainSize(reply.length, reply.tokens, reply.context_tokens, None)
+        chosen = model if model is not None else self.model
+        counter = self.count_message if chosen == self.model else message_counter(chosen)
+        return snapshot(self, size, chat_graph, chosen, counter, renderer)
 
     def token_count_op(self, renderer: Renderer | None) -> Operation[int]:
         """The tokens the next ``resolve()`` would send given what is stored now: one round
