@@ -8,6 +8,7 @@ map bundled in the package: closed networks and serverless cold starts never wai
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from typing import Any
 
 from ctxstore.errors import ConfigurationError
@@ -23,3 +24,14 @@ def import_litellm() -> Any:
             "this needs litellm, which is not installed: pip install 'ctxstore[llm]'"
         ) from error
     return litellm
+
+
+def reply_text(response: Any) -> str:
+    """The text of the first choice of a litellm / OpenAI response object or a plain response
+    dict; ``TypeError`` when the reply holds no text."""
+    choice = response["choices"][0] if isinstance(response, Mapping) else response.choices[0]
+    reply = choice["message"] if isinstance(choice, Mapping) else choice.message
+    content = reply["content"] if isinstance(reply, Mapping) else reply.content
+    if not isinstance(content, str):
+        raise TypeError(f"reply content is {content!r}, not text")
+    return content

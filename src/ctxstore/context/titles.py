@@ -22,7 +22,7 @@ from ctxstore.context.fragment import Fragment
 from ctxstore.context.messages import message_payload
 from ctxstore.core.preview import message_text
 from ctxstore.errors import ValidationError
-from ctxstore.llm import import_litellm
+from ctxstore.llm import import_litellm, reply_text
 
 __all__ = [
     "DEFAULT_TITLE",
@@ -150,7 +150,7 @@ def _static_title(text: str) -> str:
 def _title_from_response(response: Any, fallback: str) -> str:
     """The cleaned title in a completion response, or ``fallback`` if there is no usable one."""
     try:
-        reply = _reply_text(response)
+        reply = reply_text(response)
     except (AttributeError, IndexError, KeyError, TypeError):
         logger.warning("chat title reply has no text; using the static title", exc_info=True)
         return fallback
@@ -159,16 +159,6 @@ def _title_from_response(response: Any, fallback: str) -> str:
         logger.info("chat title reply %r is not a 2 to 5 word title; using the static title", reply)
         return fallback
     return title
-
-
-def _reply_text(response: Any) -> str:
-    """The text of the first choice of a litellm response object or a plain response dict."""
-    choice = response["choices"][0] if isinstance(response, Mapping) else response.choices[0]
-    reply = choice["message"] if isinstance(choice, Mapping) else choice.message
-    content = reply["content"] if isinstance(reply, Mapping) else reply.content
-    if not isinstance(content, str):
-        raise TypeError(f"reply content is {content!r}, not text")
-    return content
 
 
 def _clean_title(reply: str) -> str | None:
