@@ -3,7 +3,9 @@
 Providers and SDKs disagree on names: OpenAI chat completions say ``prompt_tokens`` /
 ``completion_tokens`` with ``*_tokens_details``, the Responses API and Anthropic say
 ``input_tokens`` / ``output_tokens``, Anthropic adds ``cache_read_input_tokens`` and
-``cache_creation_input_tokens``. :func:`normalize_usage` reads all of them (dicts, litellm and
+``cache_creation_input_tokens``; the JavaScript SDKs say ``inputTokens`` / ``outputTokens`` /
+``totalTokens`` (older ones ``promptTokens`` / ``completionTokens``). :func:`normalize_usage`
+reads all of them (dicts, litellm and
 OpenAI usage objects) into one set of counters that the store accumulates atomically.
 """
 
@@ -25,20 +27,22 @@ USAGE_COUNTERS = (
 
 # counter -> where to look, in order; a dotted path reads a nested details object.
 _SOURCES: dict[str, tuple[str, ...]] = {
-    "input_tokens": ("input_tokens", "prompt_tokens"),
-    "output_tokens": ("output_tokens", "completion_tokens"),
-    "total_tokens": ("total_tokens",),
+    "input_tokens": ("input_tokens", "prompt_tokens", "inputTokens", "promptTokens"),
+    "output_tokens": ("output_tokens", "completion_tokens", "outputTokens", "completionTokens"),
+    "total_tokens": ("total_tokens", "totalTokens"),
     "cached_input_tokens": (
         "cached_input_tokens",
         "prompt_tokens_details.cached_tokens",
         "input_tokens_details.cached_tokens",
         "cache_read_input_tokens",
+        "cachedInputTokens",
     ),
     "cache_creation_input_tokens": ("cache_creation_input_tokens",),
     "reasoning_tokens": (
         "reasoning_tokens",
         "completion_tokens_details.reasoning_tokens",
         "output_tokens_details.reasoning_tokens",
+        "reasoningTokens",
     ),
 }
 
