@@ -21,10 +21,12 @@ from collections.abc import Mapping
 from typing import Any, Generic, TypeVar
 
 from ctxstore.async_store import AsyncStore
+from ctxstore.compaction import arun_compaction, run_compaction
 from ctxstore.context.engine_core import EngineCore, ResolveResult
 from ctxstore.context.fragment import Fragment, drive_async, drive_sync
 from ctxstore.context.renderers import Renderer
 from ctxstore.errors import ConfigurationError
+from ctxstore.manager import ContextManager
 from ctxstore.models import BranchInfo, ChatMeta, CheckpointInfo, ConflictPolicy
 from ctxstore.store import Store
 from ctxstore.tokens import TokenCounter
@@ -47,6 +49,7 @@ class _EngineBase(Generic[StoreT]):
         on_conflict: ConflictPolicy = "rebase",
         model: str | None = None,
         estimate_tokens: TokenCounter | None = None,
+        context_manager: ContextManager | None = None,
     ) -> None:
         if not isinstance(store, self._store_type):
             raise ConfigurationError(
@@ -63,6 +66,7 @@ class _EngineBase(Generic[StoreT]):
             on_conflict=on_conflict,
             model=model,
             estimate_tokens=estimate_tokens,
+            context_manager=context_manager,
         )
 
     @property
@@ -130,10 +134,17 @@ class ContextEngine(_EngineBase[Store]):
         from its results; when nothing fits, the newest message comes with its tool group).
         """
         drive_sync(self._core.materialize_context())
+        core = self._core
         chain = self._store.run(
-            self._core.resolve_op(max_tokens=max_tokens, max_messages=max_messages, full=full)
+            core.resolve_op(max_tokens=max_tokens, max_messages=max_messages, full=full)
         )
-        return self._core.resolved(chain, renderer)
+        if core.compaction_due(full) and core.manager is not None:
+            result = run_compaction(
+                self._store.run, core.compaction_steps(), core.manager.summarize
+            )
+            budget = core.window_after(result, max_tokens)
+            chain = self._store.run(core.resolve_op(max_tokens=budget, max_messages=max_messages))
+        return core.resolved(chain, renderer)
 
     def inspect(self, model: str | None = None, renderer: Renderer | None = None) -> dict[str, Any]:
         """A JSON-serializable snapshot of the next call: token and cost estimate with the
@@ -208,10 +219,19 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
         from its results; when nothing fits, the newest message comes with its tool group).
         """
         await drive_async(self._core.materialize_context())
+        core = self._core
         chain = await self._store.run(
-            self._core.resolve_op(max_tokens=max_tokens, max_messages=max_messages, full=full)
+            core.resolve_op(max_tokens=max_tokens, max_messages=max_messages, full=full)
         )
-        return self._core.resolved(chain, renderer)
+        if core.compaction_due(full) and core.manager is not None:
+            result = await arun_compaction(
+                self._store.run, core.compaction_steps(), core.manager.asummarize
+            )
+            budget = core.window_after(result, max_tokens)
+            chain = await self._store.run(
+                core.resolve_op(max_tokens=budget, max_messages=max_messages)
+            )
+        return core.resolved(chain, renderer)
 
     async def inspect(
         self, model: str | None = None, renderer: Renderer | None = None

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict, get_args
 
+from ctxstore.compaction import CompactionPolicy, CompactionResult, Step, compaction
 from ctxstore.context.fragment import Fragment, copy_fragment, walk
 from ctxstore.context.inspection import snapshot
 from ctxstore.context.messages import LAST_ASSISTANT_METADATA, message_payload, stored_metadata
@@ -34,9 +35,11 @@ from ctxstore.core import messages as message_ops
 from ctxstore.core.cache import EMPTY_CHAIN, CachedChain
 from ctxstore.core.chats import metadata_args
 from ctxstore.core.ids import check_key_id, check_name
+from ctxstore.core.jobs import CompactionTrigger
 from ctxstore.core.protocol import Operation
 from ctxstore.core.state import StoreState
-from ctxstore.errors import EmptyBranchError, ValidationError
+from ctxstore.errors import ConfigurationError, EmptyBranchError, ValidationError
+from ctxstore.manager import ContextManager
 from ctxstore.models import (
     BranchInfo,
     ChatMeta,
@@ -95,11 +98,25 @@ class EngineCore:
         on_conflict: ConflictPolicy,
         model: str | None = None,
         estimate_tokens: TokenCounter | None = None,
+        context_manager: ContextManager | None = None,
     ) -> None:
         self._state = state
+        if context_manager is not None and not isinstance(context_manager, ContextManager):
+            raise ConfigurationError(
+                f"context_manager must be a ContextManager, got {type(context_manager).__name__}"
+            )
+        #: The window policy: saves past its soft threshold enqueue a compaction job, resolves
+        #: past its hard threshold compact first.
+        self.manager = context_manager
+        if model is None and context_manager is not None:
+            model = context_manager.model
+        if estimate_tokens is None and context_manager is not None:
+            estimate_tokens = context_manager.estimate_tokens
         #: The model whose tokenizer counts this engine's messages (None: ``o200k_base``).
         self.model = model
         self.count_message: MessageCounter = message_counter(model, estimate_tokens)
+        #: The stored tokens of the context (newest summary on) as the last read found them.
+        self.context_tokens = -1
         self.summary: StoredSummary | None = None
         self.chat_id = check_key_id(chat_id, "chat_id")
         self.user_id = check_key_id(user_id, "user_id")
@@ -280,17 +297,62 @@ class EngineCore:
         window = message_ops.Window(
             max_tokens=max_tokens, max_messages=max_messages, after_summary=not full
         )
+        plain = not window.cuts and self.manager is None  # a manager needs the stored size
         if not self.opened:
-            opened = yield from self.open_op(load=not window.cuts, whole=full)
-            if opened is not None and not window.cuts:
+            opened = yield from self.open_op(load=plain, whole=full)
+            if opened is not None and plain:
                 return opened
         info, chain, reply = yield from message_ops.read_branch(
             self._state, self.chat_id, self.branch, window=window, **self._scope
         )
         self.summary = message_ops.branch_summary(self._state, self.chat_id, reply)
+        self.context_tokens = reply.context_tokens
         self._follow(info)
         self._learn_last_assistant(chain)
         return chain
+
+    def compaction_due(self, full: bool) -> bool:
+        """Whether the context just read is past the manager's hard threshold (compact inline
+        before the LLM call)."""
+        return (
+            not full
+            and self.manager is not None
+            and self.context_tokens >= self.manager.hard_tokens
+            and self.context_tokens >= 0
+        )
+
+    def compaction_steps(self) -> Generator[Step, Any, CompactionResult]:
+        """One inline compaction of the engine's branch, under the chat's lease."""
+        assert self.manager is not None
+        policy = CompactionPolicy(
+            min_recent_messages=self.manager.min_recent_messages,
+            summary_model=self.manager.summary_model,
+        )
+        return compaction(
+            self._state,
+            self.chat_id,
+            self.branch,
+            policy,
+            self.count_message,
+            **self._scope,
+        )
+
+    def window_after(self, result: CompactionResult, max_tokens: int | None) -> int | None:
+        """The token budget of the read after an inline compaction: the caller's; and when
+        another summarizer held the chat (nothing was compacted), no more than the hard
+        threshold, so the call fits the window all the same."""
+        if self.manager is None or result.skipped is None:
+            return max_tokens
+        limit = self.manager.hard_tokens
+        return limit if max_tokens is None else min(max_tokens, limit)
+
+    def _trigger(self) -> CompactionTrigger | None:
+        if self.manager is None:
+            return None
+        return CompactionTrigger(
+            soft_tokens=self.manager.soft_tokens,
+            min_recent_messages=self.manager.min_recent_messages,
+        )
 
     def inspect_op(self, model: str | None, renderer: Renderer | None) -> Operation[dict[str, Any]]:
         """A JSON-serializable snapshot of what the next call would send and what it costs
@@ -350,6 +412,7 @@ class EngineCore:
             on_conflict=self.on_conflict,
             on_existing="fork",
             count_tokens=self.count_message,
+            compaction=self._trigger(),
             **self._scope,
         )
         saved_assistants = [
