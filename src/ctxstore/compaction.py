@@ -17,7 +17,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import Any, TypedDict, TypeVar
 
 from ctxstore.core import leases
 from ctxstore.core import messages as message_ops
@@ -34,6 +34,8 @@ class _Scope(TypedDict):
     user_id: str | None
     incarnation: str | None
 
+
+T = TypeVar("T")
 
 #: How long a compaction may hold its chat's lease (a summarizer call included), by default.
 DEFAULT_LEASE_TTL_MS = 10 * 60 * 1000
@@ -208,17 +210,18 @@ AsyncSummarize = Callable[[list[dict[str, Any]]], "Awaitable[str] | str"]
 
 def run_compaction(
     run: Callable[[Operation[Any]], Any],
-    steps: Generator[Step, Any, CompactionResult],
+    steps: Generator[Step, Any, T],
     summarize: Summarize,
-) -> CompactionResult:
-    """Drive :func:`compaction` with a sync store's ``run`` and a sync summarizer."""
+) -> T:
+    """Drive a plan of steps (:func:`compaction`, or a resolve that may compact) with a sync
+    store's ``run`` and a sync summarizer."""
     value: Any = None
     error: BaseException | None = None
     while True:
         try:
             step = steps.send(value) if error is None else steps.throw(error)
         except StopIteration as stop:
-            result: CompactionResult = stop.value
+            result: T = stop.value
             return result
         value, error = None, None
         try:
@@ -230,23 +233,23 @@ def run_compaction(
                     raise ConfigurationError(
                         "the summarizer is async: compact with the async store and driver"
                     )
-        except Exception as caught:  # handed to the step, which gives the lease back
+        except Exception as caught:  # handed to the plan (a compaction gives its lease back)
             error = caught
 
 
 async def arun_compaction(
     run: Callable[[Operation[Any]], Awaitable[Any]],
-    steps: Generator[Step, Any, CompactionResult],
+    steps: Generator[Step, Any, T],
     summarize: AsyncSummarize,
-) -> CompactionResult:
-    """Drive :func:`compaction` with an async store's ``run`` and a sync or async summarizer."""
+) -> T:
+    """The same with an async store's ``run`` and a sync or async summarizer."""
     value: Any = None
     error: BaseException | None = None
     while True:
         try:
             step = steps.send(value) if error is None else steps.throw(error)
         except StopIteration as stop:
-            result: CompactionResult = stop.value
+            result: T = stop.value
             return result
         value, error = None, None
         try:
@@ -256,5 +259,5 @@ async def arun_compaction(
                 value = summarize(step.messages)
                 if inspect.isawaitable(value):
                     value = await value
-        except Exception as caught:  # handed to the step, which gives the lease back
+        except Exception as caught:  # handed to the plan (a compaction gives its lease back)
             error = caught

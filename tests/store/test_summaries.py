@@ -9,19 +9,7 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.tokens import count_tokens
-
-
-def letters(text: str) -> int:
-    return len(text)
-
-
-def user(text: str) -> dict[str, str]:
-    return {"role": "user", "content": text}
-
-
-def tokens_of(message: dict[str, Any]) -> int:
-    return count_tokens(message, estimate_tokens=letters)
+from tests.support.counting import letters, tokens_of, user
 
 
 @pytest.fixture

@@ -14,6 +14,7 @@ import pytest
 import ctxstore
 from ctxstore.core.jobs import CompactionTrigger
 from ctxstore.worker import Worker, list_dead_letters, worker_alive
+from tests.worker.support import grow
 
 PER_MESSAGE = 3 + 4 + 10  # overhead, "user", ten characters
 
@@ -27,22 +28,6 @@ def wstore(backend: str, namespace: str) -> Iterator[Any]:
     store = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters)
     yield store
     store.close()
-
-
-def grow(store: Any, chat: str, count: int, trigger: CompactionTrigger) -> list[Any]:
-    store.upsert_chat(chat, "alice")
-    head, results = None, []
-    for i in range(count):
-        result = store.append(
-            chat,
-            "main",
-            [{"role": "user", "content": f"{i:010d}"}],
-            expected_head=head,
-            compaction=trigger,
-        )
-        head = result.head_message_id
-        results.append(result)
-    return results
 
 
 def worker(backend: str, namespace: str, compactify: Any, **options: Any) -> Worker:

@@ -12,25 +12,23 @@ import ctxstore
 from ctxstore.cli import main
 from ctxstore.core.jobs import CompactionTrigger
 from ctxstore.worker import Worker
+from tests.worker.support import grow
 
 
-def grow(url: str, namespace: str | None, chat: str, count: int) -> None:
+def grow_at(url: str, namespace: str | None, chat: str, count: int) -> None:
     store = ctxstore.connect(url, namespace=namespace)
-    store.upsert_chat(chat, "alice")
-    head = None
-    for i in range(count):
-        head = store.append(
-            chat,
-            "main",
-            [{"role": "user", "content": f"message {i}"}],
-            expected_head=head,
-            compaction=CompactionTrigger(soft_tokens=1, min_recent_messages=2),
-        ).head_message_id
+    grow(
+        store,
+        chat,
+        count,
+        CompactionTrigger(soft_tokens=1, min_recent_messages=2),
+        text="message {i}",
+    )
     store.close()
 
 
 def test_a_summary_model_writes_the_summary(server_backend: str, namespace: str) -> None:
-    grow(server_backend, namespace, "m1", 6)
+    grow_at(server_backend, namespace, "m1", 6)
     worker = Worker(
         server_backend,
         namespaces=[namespace],
@@ -52,7 +50,7 @@ def test_check_burst_and_dead_letters_from_the_command_line(
 ) -> None:
     url = ["--url", server_backend]
     assert main([*url, "worker", "--namespace", namespace, "--check"]) == 1
-    grow(server_backend, namespace, "d1", 4)
+    grow_at(server_backend, namespace, "d1", 4)
     # A summary model no one can reach: every attempt fails, the job ends as a dead letter.
     monkeypatch.setenv("CTXSTORE_SUMMARY_MODEL", "gpt-4o-mini")
     monkeypatch.setenv("OPENAI_API_KEY", "sk-invalid")

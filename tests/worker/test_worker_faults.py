@@ -15,26 +15,10 @@ from typing import Any
 import ctxstore
 from ctxstore.core.jobs import CompactionTrigger
 from ctxstore.worker import Worker
+from tests.support.counting import letters
+from tests.worker.support import grow
 
 SPAWN = multiprocessing.get_context("spawn")
-
-
-def letters(text: str) -> int:
-    return len(text)
-
-
-def grow(store: Any, chat: str, count: int, trigger: CompactionTrigger | None) -> str | None:
-    store.upsert_chat(chat, "alice")
-    head = None
-    for i in range(count):
-        head = store.append(
-            chat,
-            "main",
-            [{"role": "user", "content": f"{i:010d}"}],
-            expected_head=head,
-            compaction=trigger,
-        ).head_message_id
-    return head
 
 
 STUCK_WORKER = textwrap.dedent(

@@ -134,17 +134,9 @@ class ContextEngine(_EngineBase[Store]):
         from its results; when nothing fits, the newest message comes with its tool group).
         """
         drive_sync(self._core.materialize_context())
-        core = self._core
-        chain = self._store.run(
-            core.resolve_op(max_tokens=max_tokens, max_messages=max_messages, full=full)
-        )
-        if core.compaction_due(full) and core.manager is not None:
-            result = run_compaction(
-                self._store.run, core.compaction_steps(), core.manager.summarize
-            )
-            budget = core.window_after(result, max_tokens)
-            chain = self._store.run(core.resolve_op(max_tokens=budget, max_messages=max_messages))
-        return core.resolved(chain, renderer)
+        plan = self._core.resolve_plan(max_tokens, max_messages, full)
+        chain = run_compaction(self._store.run, plan, self._core.summarize)
+        return self._core.resolved(chain, renderer)
 
     def inspect(self, model: str | None = None, renderer: Renderer | None = None) -> dict[str, Any]:
         """A JSON-serializable snapshot of the next call: token and cost estimate with the
@@ -219,19 +211,9 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
         from its results; when nothing fits, the newest message comes with its tool group).
         """
         await drive_async(self._core.materialize_context())
-        core = self._core
-        chain = await self._store.run(
-            core.resolve_op(max_tokens=max_tokens, max_messages=max_messages, full=full)
-        )
-        if core.compaction_due(full) and core.manager is not None:
-            result = await arun_compaction(
-                self._store.run, core.compaction_steps(), core.manager.asummarize
-            )
-            budget = core.window_after(result, max_tokens)
-            chain = await self._store.run(
-                core.resolve_op(max_tokens=budget, max_messages=max_messages)
-            )
-        return core.resolved(chain, renderer)
+        plan = self._core.resolve_plan(max_tokens, max_messages, full)
+        chain = await arun_compaction(self._store.run, plan, self._core.asummarize)
+        return self._core.resolved(chain, renderer)
 
     async def inspect(
         self, model: str | None = None, renderer: Renderer | None = None

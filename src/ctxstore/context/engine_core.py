@@ -18,7 +18,13 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict, get_args
 
-from ctxstore.compaction import CompactionPolicy, CompactionResult, Step, compaction
+from ctxstore.compaction import (
+    CompactionPolicy,
+    CompactionResult,
+    RunOperation,
+    Step,
+    compaction,
+)
 from ctxstore.context.fragment import Fragment, copy_fragment, walk
 from ctxstore.context.inspection import snapshot
 from ctxstore.context.messages import LAST_ASSISTANT_METADATA, message_payload, stored_metadata
@@ -311,6 +317,25 @@ class EngineCore:
         self._learn_last_assistant(chain)
         return chain
 
+    def resolve_plan(
+        self, max_tokens: int | None, max_messages: int | None, full: bool
+    ) -> Generator[Step, Any, CachedChain]:
+        """A resolve, with the inline compaction a manager's hard threshold calls for: read; if
+        the context is past it, compact under the chat's lease and read again (within the
+        threshold if another summarizer held the chat). Driven by ``run_compaction`` /
+        ``arun_compaction`` with the manager's summarizer."""
+        chain: CachedChain = yield RunOperation(
+            self.resolve_op(max_tokens=max_tokens, max_messages=max_messages, full=full)
+        )
+        if not self.compaction_due(full):
+            return chain
+        result = yield from self.compaction_steps()
+        budget = self.window_after(result, max_tokens)
+        again: CachedChain = yield RunOperation(
+            self.resolve_op(max_tokens=budget, max_messages=max_messages)
+        )
+        return again
+
     def compaction_due(self, full: bool) -> bool:
         """Whether the context just read is past the manager's hard threshold (compact inline
         before the LLM call)."""
@@ -337,6 +362,17 @@ class EngineCore:
             **self._scope,
         )
 
+    def summarize(self, messages: list[dict[str, Any]]) -> str:
+        """The manager's summarizer (only a resolve past its hard threshold calls it)."""
+        if self.manager is None:
+            raise ConfigurationError("this engine has no context_manager to summarize with")
+        return self.manager.summarize(messages)
+
+    async def asummarize(self, messages: list[dict[str, Any]]) -> str:
+        if self.manager is None:
+            raise ConfigurationError("this engine has no context_manager to summarize with")
+        return await self.manager.asummarize(messages)
+
     def window_after(self, result: CompactionResult, max_tokens: int | None) -> int | None:
         """The token budget of the read after an inline compaction: the caller's; and when
         another summarizer held the chat (nothing was compacted), no more than the hard
@@ -354,10 +390,9 @@ class EngineCore:
             min_recent_messages=self.manager.min_recent_messages,
         )
 
-    def inspect_op(self, model: str | None, renderer: Renderer | None) -> Operation[dict[str, Any]]:
-        """A JSON-serializable snapshot of what the next call would send and what it costs
-        (see :func:`ctxstore.context.inspection.snapshot`): two round trips (the chain's size,
-        the chat's graph), no message payload read."""
+    def _size_op(self) -> Operation[ChainSize]:
+        """The branch's stored size from its newest summary on (the summary itself comes back
+        too, for the system prompt): one round trip, no message payload."""
         yield from self.ensure_open()
         info, _chain, reply = yield from message_ops.read_branch(
             self._state,
@@ -368,8 +403,14 @@ class EngineCore:
         )
         self._follow(info)
         self.summary = message_ops.branch_summary(self._state, self.chat_id, reply)
+        return ChainSize(reply.length, reply.tokens, reply.context_tokens, None)
+
+    def inspect_op(self, model: str | None, renderer: Renderer | None) -> Operation[dict[str, Any]]:
+        """A JSON-serializable snapshot of what the next call would send and what it costs
+        (see :func:`ctxstore.context.inspection.snapshot`): two round trips (the chain's size,
+        the chat's graph), no message payload read."""
+        size = yield from self._size_op()
         chat_graph = yield from graph_ops.get_graph(self._state, self.chat_id, **self._scope)
-        size = ChainSize(reply.length, reply.tokens, reply.context_tokens, None)
         chosen = model if model is not None else self.model
         counter = self.count_message if chosen == self.model else message_counter(chosen)
         return snapshot(self, size, chat_graph, chosen, counter, renderer)
@@ -377,17 +418,7 @@ class EngineCore:
     def token_count_op(self, renderer: Renderer | None) -> Operation[int]:
         """The tokens the next ``resolve()`` would send given what is stored now: one round
         trip, no payload (the summary's text comes back for the system prompt's count)."""
-        yield from self.ensure_open()
-        info, _chain, reply = yield from message_ops.read_branch(
-            self._state,
-            self.chat_id,
-            self.branch,
-            window=message_ops.Window(count_only=True, after_summary=True),
-            **self._scope,
-        )
-        self._follow(info)
-        self.summary = message_ops.branch_summary(self._state, self.chat_id, reply)
-        size = ChainSize(reply.length, reply.tokens, reply.context_tokens, None)
+        size = yield from self._size_op()
         return self.counted(size, renderer)
 
     def save_op(self) -> Operation[str | None]:
