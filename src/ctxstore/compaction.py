@@ -14,6 +14,7 @@ a sync store and summarizer or an async one.
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -255,8 +256,12 @@ async def arun_compaction(
         try:
             if isinstance(step, RunOperation):
                 value = await run(step.operation)
+            elif inspect.iscoroutinefunction(summarize):
+                value = await summarize(step.messages)
             else:
-                value = summarize(step.messages)
+                # A sync summarizer (litellm.completion, a plain function) runs in a thread so
+                # the event loop keeps serving other jobs and signals meanwhile.
+                value = await asyncio.to_thread(summarize, step.messages)
                 if inspect.isawaitable(value):
                     value = await value
         except Exception as caught:  # handed to the plan (a compaction gives its lease back)

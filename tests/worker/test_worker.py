@@ -5,6 +5,7 @@ end in the dead-letter stream; two workers share fifty chats; on every backend."
 from __future__ import annotations
 
 import asyncio
+import json
 import threading
 from collections.abc import Iterator
 from typing import Any
@@ -126,3 +127,33 @@ def test_bad_worker_settings_are_configuration_errors() -> None:
         Worker("memory://x", compactify=lambda _m: "x", concurrency=0)
     with pytest.raises(ctxstore.ConfigurationError, match="namespace"):
         Worker("memory://x", compactify=lambda _m: "x", namespaces=[])
+
+
+def test_a_context_manager_gives_the_worker_its_summarizer_and_counter(
+    wstore: Any, backend: str, namespace: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    grow(wstore, "w4", 8, CompactionTrigger(soft_tokens=PER_MESSAGE, min_recent_messages=3))
+    manager = ctxstore.ContextManager(
+        max_tokens=10_000,
+        response_reserve=10,
+        estimate_tokens=letters,
+        compactify=lambda messages: f"{len(messages)} summarized",
+    )
+    caplog.set_level("INFO", logger="ctxstore.worker")
+    stats = Worker(backend, namespaces=[namespace], context_manager=manager, poll_ms=20).run(
+        burst=True
+    )
+    assert stats.summarized == 1
+    summary = wstore.load_branch("w4", after_summary=True).summary
+    assert summary is not None
+    assert summary["content"] == "5 summarized"
+    assert summary["metadata"]["tokens_before"] == 5 * PER_MESSAGE  # counted with letters
+    lines = [json.loads(record.getMessage()) for record in caplog.records]
+    job = next(line for line in lines if line.get("event") == "job")
+    assert job["chat"] == "w4"
+    assert job["outcome"] == "summarized"
+    assert job["tokens_before"] == 5 * PER_MESSAGE
+    assert job["tokens_after"] == summary["tokens"]
+    assert job["latency_ms"] >= 0
+    with pytest.raises(ctxstore.ConfigurationError, match="summarizer"):
+        Worker(backend, context_manager=ctxstore.ContextManager(max_tokens=100, response_reserve=1))

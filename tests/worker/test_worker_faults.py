@@ -126,3 +126,74 @@ def test_appends_during_summarization_are_all_kept(server_backend: str, namespac
     assert [m["message"]["content"] for m in after.messages] == full[covered:]
     assert store.verify_chat("busy").ok
     store.close()
+
+
+SLOW_WORKER = textwrap.dedent(
+    """
+    import sys, time
+    from pathlib import Path
+    from ctxstore.worker import Worker
+
+    def slow(messages):
+        Path(sys.argv[3]).write_text("summarizing")
+        time.sleep(1.0)
+        return "finished after the signal"
+
+    stats = Worker(sys.argv[1], namespaces=[sys.argv[2]], compactify=slow, poll_ms=20,
+                   estimate_tokens=len).run()
+    print("summarized", stats.summarized)
+    """
+)
+
+
+def test_sigterm_finishes_the_job_in_hand_then_exits(
+    server_backend: str, namespace: str, tmp_path: Any
+) -> None:
+    store = ctxstore.connect(server_backend, namespace=namespace, estimate_tokens=letters)
+    grow(store, "t1", 6, CompactionTrigger(soft_tokens=1, min_recent_messages=2))
+    flag = tmp_path / "started"
+    process = subprocess.Popen(
+        [sys.executable, "-c", SLOW_WORKER, server_backend, namespace, str(flag)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not flag.exists():
+            assert time.monotonic() < deadline, "the worker never started the job"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGTERM)
+        out, _err = process.communicate(timeout=30)
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode == 0
+    assert "summarized 1" in out
+    summary = store.load_branch("t1", after_summary=True).summary
+    assert summary is not None
+    assert summary["content"] == "finished after the signal"
+    store.close()
+
+
+def test_a_second_sigterm_exits_at_once(server_backend: str, namespace: str, tmp_path: Any) -> None:
+    store = ctxstore.connect(server_backend, namespace=namespace, estimate_tokens=letters)
+    grow(store, "t2", 6, CompactionTrigger(soft_tokens=1, min_recent_messages=2))
+    store.close()
+    flag = tmp_path / "started"
+    process = subprocess.Popen(
+        [sys.executable, "-c", STUCK_WORKER, server_backend, namespace, str(flag)]
+    )
+    try:
+        deadline = time.monotonic() + 30
+        while not flag.exists():
+            assert time.monotonic() < deadline, "the worker never started the job"
+            time.sleep(0.02)
+        process.send_signal(signal.SIGTERM)
+        time.sleep(0.3)
+        assert process.poll() is None  # the first signal waits for the job in hand
+        process.send_signal(signal.SIGTERM)
+        process.wait(timeout=10)  # the stuck summarizer would take 600 s
+    finally:
+        if process.poll() is None:
+            process.kill()
+    assert process.returncode != 0

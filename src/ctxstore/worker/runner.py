@@ -8,8 +8,10 @@ done. A failing summarizer is retried with exponential backoff; after ``max_atte
 failures, or a job delivered more than ``max_attempts`` times (its workers died), the job goes
 to the dead-letter stream with its error.
 
-Async inside; :meth:`Worker.run` is the sync entry point. SIGTERM / SIGINT: stop taking jobs,
-finish the ones in hand, return; a second signal cancels them and returns at once.
+Async inside; :meth:`Worker.run` is the sync entry point. A sync summarizer runs in a thread,
+so the jobs in hand and the signals are served while it works. SIGTERM / SIGINT: stop taking
+jobs, finish the ones in hand, return; a second signal exits the process at once (the jobs in
+hand stay pending and go to another worker).
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from typing import Any
 from ctxstore.async_store import AsyncStore, connect_async
 from ctxstore.compaction import CompactionPolicy, CompactionResult, arun_compaction, compaction
 from ctxstore.errors import ChatNotFoundError, ConfigurationError
+from ctxstore.manager import ContextManager
 from ctxstore.tokens import MessageCounter, TokenCounter, message_counter
 from ctxstore.worker.streams import Job, JobStreams, log_line
 
@@ -52,14 +55,16 @@ class WorkerStats:
 
 
 class Worker:
-    """A compaction worker. ``summarize`` (messages -> text, sync or async) or ``compactify``
-    (the same contract, the name ``ContextManager`` uses) makes the summaries."""
+    """A compaction worker. The summaries come from ``context_manager`` (its ``compactify=``
+    or ``summary_model``, and its model and estimator count the tokens), else ``compactify``
+    (messages -> text, sync or async), else litellm with ``summary_model``."""
 
     def __init__(
         self,
         url: str | None = None,
         *,
         namespaces: Sequence[str | None] = (None,),
+        context_manager: ContextManager | None = None,
         compactify: AsyncSummarize | None = None,
         summary_model: str | None = None,
         concurrency: int = 4,
@@ -90,9 +95,28 @@ class Worker:
             )
         if not namespaces:
             raise ConfigurationError("a worker needs at least one namespace (None: the default)")
+        if context_manager is not None:
+            if not isinstance(context_manager, ContextManager):
+                raise ConfigurationError(
+                    f"context_manager must be a ContextManager, got {context_manager!r}"
+                )
+            if context_manager.compactify_function is None and not (
+                summary_model or context_manager.summary_model
+            ):
+                raise ConfigurationError(
+                    "a worker needs a summarizer: the context_manager has neither "
+                    "compactify= nor summary_model="
+                )
+            summary_model = summary_model or context_manager.summary_model
+            token_model = token_model or context_manager.model
+            estimate_tokens = estimate_tokens or context_manager.estimate_tokens
         self.url = url
         self.namespaces = tuple(namespaces)
-        self.summarize = _summarizer(compactify, summary_model, summarizer_options or {})
+        self.summarize: AsyncSummarize = (
+            context_manager.asummarize
+            if context_manager is not None and compactify is None
+            else _summarizer(compactify, summary_model, summarizer_options or {})
+        )
         self.summary_model = summary_model
         self.concurrency = concurrency
         self.max_attempts = max_attempts
@@ -277,11 +301,13 @@ class Worker:
         loop = asyncio.get_running_loop()
 
         def on_signal() -> None:
-            if self._stopping:  # the second signal: cancel the jobs in hand
-                for task in list(self._tasks):
-                    task.cancel()
-                return
+            if self._stopping:
+                # The second signal: leave at once. The jobs in hand stay pending in their
+                # streams and their leases expire, so another worker finishes them.
+                log.warning(log_line(event="exit", jobs_abandoned=len(self._tasks)))
+                os._exit(1)
             self._stopping = True
+            log.info(log_line(event="stopping", jobs_in_hand=len(self._tasks)))
 
         for number in (signal.SIGTERM, signal.SIGINT):
             try:
