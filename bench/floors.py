@@ -3,9 +3,10 @@
 * ``PING``: one round trip through the same client, the least any operation pays.
 * ``RPUSH`` of one message payload: the least a write of one message pays.
 * ``Lua append floor``: a script with the commands the append script runs for one message on
-  the common path (read the chat and the branch, push the record, move the head, update the
-  chat, remember the request id, move both listing indexes) and none of its checks, called
-  with the same number of keys and arguments. It is the least an atomic compare-and-set
+  the common path (read the chat and the branch, check and extend the token entries, push the
+  record, move the head, update the chat, remember the request id, move both listing indexes)
+  and none of its checks, called with the same number of keys (12) and about the same
+  arguments. It is the least an atomic compare-and-set
   append with a listing update can cost through redis-py; the gap between it and the
   measured append is what ctxstore's own Python and Lua add.
 * ``LRANGE`` of N payloads: the least a read of N stored messages pays on the wire.
@@ -36,13 +37,16 @@ _APPEND_FLOOR_SCRIPT = """
 redis.call('HMGET', KEYS[1], 'user_id', 'fmt', 'inc', 'updated_at', 'message_count', 'req_since')
 redis.call('HGET', KEYS[5], 'main')
 local length = redis.call('LLEN', KEYS[2])
+redis.call('STRLEN', KEYS[8])
+redis.call('GETRANGE', KEYS[8], length * 6 - 6, length * 6 - 1)
 redis.call('RPUSH', KEYS[2], ARGV[3])
+redis.call('APPEND', KEYS[8], ARGV[4])
 redis.call('HSET', KEYS[5], 'main', length .. '\\t1.a.b\\t1\\t0\\t' .. length)
 redis.call('HSET', KEYS[1], 'message_count', length + 1, 'updated_at', ARGV[1])
 redis.call('HSET', KEYS[6], ARGV[2], 'main\\t' .. length)
-redis.call('ZADD', KEYS[8], 'GT', ARGV[1], 'floor')
-redis.call('ZADD', KEYS[9], 'GT', ARGV[1], 'floor')
-return {'main', length, {}, 0, '', {}, ARGV[1], 'user', 1, 'inc'}
+redis.call('ZADD', KEYS[10], 'GT', ARGV[1], 'floor')
+redis.call('ZADD', KEYS[11], 'GT', ARGV[1], 'floor')
+return {'main', length, {}, 0, '', {}, ARGV[1], 'user', 1, 'inc', -1, '', 0, length}
 """
 
 
@@ -63,7 +67,7 @@ class Floors:
         self._one = payload(messages(1)[0])
         self._push_key = f"bench-floor:{{{tag}}}:push"
         self._node = client.get_node_from_key(self._push_key) if self.is_cluster else None
-        self._append_keys = [f"bench-floor:{{{tag}}}:append:{index}" for index in range(9)]
+        self._append_keys = [f"bench-floor:{{{tag}}}:append:{index}" for index in range(12)]
         self._append_script = client.register_script(_APPEND_FLOOR_SCRIPT)
         self._appends = 0
 
@@ -84,7 +88,8 @@ class Floors:
         self._appends += 1
         now = str(1_700_000_000_000 + self._appends)
         return self._append_script(
-            keys=self._append_keys, args=[now, f"request-{self._appends}", self._one]
+            keys=self._append_keys,
+            args=[now, f"request-{self._appends}", self._one, b"\x00\x00\x00\x00\x00\x32"],
         )
 
     def list_key(self, length: int) -> str:

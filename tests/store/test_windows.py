@@ -168,3 +168,29 @@ def test_a_bad_token_count_writes_nothing(backend: str, namespace: str) -> None:
 def test_verify_still_passes_with_token_entries(wstore: Any) -> None:
     append_all(wstore, [user("a"), *tool_turn("c", 1)])
     assert wstore.verify_chat("w").ok
+
+
+def test_totals_stay_exact_when_a_writer_guessed_the_size_wrong(
+    backend: str, namespace: str
+) -> None:
+    """Two writers take turns on one chat with rebase: each one's idea of the head's size is
+    stale half the time, and the script corrects the entries it sends."""
+    first = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters)
+    second = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters)
+    first.upsert_chat("t", "alice")
+    texts = []
+    heads = {id(first): None, id(second): None}
+    for i in range(12):
+        writer = first if i % 3 else second
+        text = "x" * (i + 1)
+        texts.append(text)
+        result = writer.append(
+            "t", "main", [user(text)], expected_head=heads[id(writer)], on_conflict="rebase"
+        )
+        heads[id(writer)] = result.head_message_id
+    expected = sum(tokens_of(user(text)) for text in texts)
+    assert first.branch_size("t").tokens == expected
+    per_message = [tokens_of(user(text)) for text in texts]
+    assert first.load_branch("t", max_tokens=sum(per_message[-3:])).tokens == sum(per_message[-3:])
+    first.close()
+    second.close()

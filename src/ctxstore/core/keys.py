@@ -86,6 +86,8 @@ class Keyspace:
     namespace: str | None = None
     _chats: dict[str, ChatKeys] = field(default_factory=dict, compare=False, repr=False)
     _user_indexes: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
+    _job_streams: list[str] = field(default_factory=list, compare=False, repr=False)
+    _job_stream_of: dict[str, str] = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         check_key_prefix(self.prefix, "prefix", allow_colon=True)
@@ -123,11 +125,21 @@ class Keyspace:
     def job_stream(self, chat_id: str) -> str:
         """The compaction job stream of ``chat_id``'s shard: jobs spread over JOB_SHARDS
         streams, each its own hash tag, so no single key carries a whole cluster's jobs."""
-        return self.job_streams()[zlib.crc32(chat_id.encode("utf-8")) % JOB_SHARDS]
+        stream = self._job_stream_of.get(chat_id)
+        if stream is None:
+            stream = self.job_streams()[zlib.crc32(chat_id.encode("utf-8")) % JOB_SHARDS]
+            if len(self._job_stream_of) >= _CHAT_KEYS_KEPT:
+                self._job_stream_of.clear()
+            self._job_stream_of[chat_id] = stream
+        return stream
 
     def job_streams(self) -> tuple[str, ...]:
         """Every compaction job stream of the namespace (what workers read)."""
-        return tuple(f"{self.base}:jobs:{{{self.base}:{shard}}}" for shard in range(JOB_SHARDS))
+        if not self._job_streams:
+            self._job_streams.extend(
+                f"{self.base}:jobs:{{{self.base}:{shard}}}" for shard in range(JOB_SHARDS)
+            )
+        return tuple(self._job_streams)
 
     @property
     def dead_letters(self) -> str:

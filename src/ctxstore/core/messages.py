@@ -90,6 +90,7 @@ def append_args(
     *,
     now: int,
     count_tokens: MessageCounter | None = None,
+    base: int = 0,
 ) -> tuple[list[str], list[str], list[bytes], bytes]:
     """The chosen ids ("" for each generated one), the tags, the records and the token entries
     (counted with ``count_tokens``, else the store's counter); everything is validated and
@@ -137,7 +138,7 @@ def append_args(
         records.append(
             b"".join((head, created, body, metadata, chosen_part, msgpack.packb(tags[index])))
         )
-    entries = token_entries(payloads, count_tokens or state.message_tokens)
+    entries = token_entries(payloads, count_tokens or state.message_tokens, base)
     return chosen_ids, tags, records, entries
 
 
@@ -170,8 +171,9 @@ def append(
     check_policy(on_conflict, _CONFLICT_POLICIES, "on_conflict")
     check_policy(on_existing, _EXISTING_POLICIES, "on_existing")
     now = state.clock()
+    base = 0 if expected_head is None else state.head_sizes.get(chat_id, expected_head)
     chosen_ids, tags, records, entries = append_args(
-        state, messages, now=now, count_tokens=count_tokens
+        state, messages, now=now, count_tokens=count_tokens, base=base
     )
     script = load_script("append")
     owner = user_id if user_id is not None else state.owners.get(chat_id)
@@ -196,6 +198,7 @@ def append(
         str(compaction.soft_tokens) if compaction is not None else "",
         str(compaction.job_ttl_ms) if compaction is not None else "",
         str(compaction.min_recent_messages) if compaction is not None else "",
+        str(base),
     )
     call = script_call(
         script,
@@ -205,12 +208,12 @@ def append(
         context=chat_context(chat_id),
     )
     if in_script_index:
-        result, stored_owner, indexed, enqueued = yield call
+        result, stored_owner, indexed, enqueued, head_tokens = yield call
         state.owners.remember(chat_id, stored_owner)
         if not indexed:
             yield from touch_indexes(state, chat_id, stored_owner, result.updated_at)
     else:
-        result, _owner, _indexed, enqueued = yield from with_touch(
+        result, _owner, _indexed, enqueued, head_tokens = yield from with_touch(
             state,
             chat_id,
             call,
@@ -218,6 +221,7 @@ def append(
             owner_of=lambda reply: reply[1],
             updated_at_of=lambda reply: reply[0].updated_at,
         )
+    state.head_sizes.remember(chat_id, result.head_message_id, head_tokens)
     if compaction is not None and result.compaction_job is not None and not enqueued:
         yield from enqueue_compaction(
             state, chat_id, result.branch, result.compaction_job, compaction
@@ -232,7 +236,7 @@ _EXISTING_POLICIES = get_args(ExistingPolicy)
 
 def _parse_append(
     reply: Sequence[Any], chosen_ids: Sequence[str], tags: Sequence[str]
-) -> tuple[AppendResult, str, bool, bool]:
+) -> tuple[AppendResult, str, bool, bool, int]:
     """The result, from the first position the script used and the messages that were edits:
     a message keeps its chosen id unless it was an edit, else gets ``<pos>.<inc>.<tag>``."""
     (
@@ -249,6 +253,7 @@ def _parse_append(
         context_tokens,
         job,
         enqueued,
+        head_tokens,
     ) = reply
     first, inc = int(first), text(inc)
     edited = {int(index) - 1 for index in edits}
@@ -267,7 +272,7 @@ def _parse_append(
         context_tokens=int(context_tokens),
         compaction_job=text(job) or None,
     )
-    return result, text(owner), bool(indexed), bool(enqueued)
+    return result, text(owner), bool(indexed), bool(enqueued), int(head_tokens)
 
 
 def get_message(
@@ -576,6 +581,8 @@ def read_branch(
     info, _seq = branch_info(
         name, raw_branch, active=active, key=state.keyspace.chat(chat_id).key("branch")
     )
+    if reply.tokens >= 0 and info.head_message_id is not None:
+        state.head_sizes.remember(chat_id, info.head_message_id, reply.tokens)
     return info, chain, reply
 
 

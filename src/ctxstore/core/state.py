@@ -87,6 +87,31 @@ class OwnerCache:
             self._owners.pop(chat_id, None)
 
 
+class HeadSizes:
+    """(chat, head message id) -> the chain's tokens through that head, as the last append
+    left it. A save onto that head then sends its token entries ready to store (the append
+    script checks the size and falls back to shifting them when it was wrong). Bounded; a miss
+    costs Redis one pass over the new entries, never a wrong count."""
+
+    def __init__(self, capacity: int = 10_000) -> None:
+        self._capacity = capacity
+        self._sizes: OrderedDict[str, tuple[str, int]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def get(self, chat_id: str, head: str) -> int:
+        found = self._sizes.get(chat_id)
+        return found[1] if found is not None and found[0] == head else 0
+
+    def remember(self, chat_id: str, head: str, tokens: int) -> None:
+        if tokens < 0:
+            return
+        with self._lock:
+            self._sizes[chat_id] = (head, tokens)
+            self._sizes.move_to_end(chat_id)
+            while len(self._sizes) > self._capacity:
+                self._sizes.popitem(last=False)
+
+
 # Process-wide memory of what stores learned about a server. Short-lived stores (one per
 # request in a serverless function or a web handler) would otherwise pay the eviction check and
 # the owner lookups again on every request.
@@ -140,6 +165,8 @@ class StoreState:
     owners: OwnerCache = field(default_factory=OwnerCache)
     #: Counts each message's tokens at save (``connect(token_model=..., estimate_tokens=...)``).
     message_tokens: MessageCounter = field(default_factory=message_counter)
+    #: The size of the chain at the heads this store's appends left.
+    head_sizes: HeadSizes = field(default_factory=HeadSizes)
     #: Whether the eviction-policy check still has to run (servers only, once per process).
     check_server: bool = True
     #: Identifies the server for process-wide caches; None keeps this store's caches private.

@@ -1,9 +1,12 @@
 """The token entries a save sends beside its records (``lua/append.lua``, ARGV[3]).
 
 Each message gets 6 bytes: a flags byte (1: the message is a tool result, so a window never
-starts with it) and its own tokens, big-endian in 40 bits. The script adds the tokens of the
-chain before it and stores the running total per log position (the chat's ``tok`` key), so a
-chain's size, and the newest messages that fit a budget, are known without reading a payload.
+starts with it) and the chain's tokens through it, big-endian in 40 bits, counted from ``base``:
+the size the client believes the chain before the first message has (known from its last save
+or read of that head). The script stores the running totals per log position (the chat's
+``tok`` key), as they are when ``base`` was right, so a chain's size, and the newest messages
+that fit a budget, are known without reading a payload, and a long append costs Redis one
+``APPEND``.
 """
 
 from __future__ import annotations
@@ -20,11 +23,16 @@ TOOL_RESULT = 1
 TOOL_RESULT_ROLES = frozenset({"tool", "function"})
 #: The most tokens one message may claim (a window is far smaller; this only bounds bad input).
 MAX_MESSAGE_TOKENS = (1 << 32) - 1
+#: The most tokens a chain may hold (40 bits).
+MAX_CHAIN_TOKENS = (1 << 40) - 1
 
 
-def token_entries(payloads: Sequence[Mapping[str, Any]], count: MessageCounter) -> bytes:
-    """Flags and own tokens of each payload, packed for the append script."""
+def token_entries(
+    payloads: Sequence[Mapping[str, Any]], count: MessageCounter, base: int = 0
+) -> bytes:
+    """Flags and chain totals (from ``base``) of each payload, packed for the append script."""
     parts = []
+    total = base
     for index, payload in enumerate(payloads):
         tokens = count(payload)
         if (
@@ -36,6 +44,9 @@ def token_entries(payloads: Sequence[Mapping[str, Any]], count: MessageCounter) 
                 f"messages[{index}] counted {tokens!r} tokens; a count is an int from 0 to "
                 f"{MAX_MESSAGE_TOKENS}"
             )
+        total += tokens
+        if total > MAX_CHAIN_TOKENS:
+            raise ValidationError("a chain may hold at most 2^40 tokens")
         flags = TOOL_RESULT if payload.get("role") in TOOL_RESULT_ROLES else 0
-        parts.append(bytes((flags,)) + tokens.to_bytes(TOK_WIDTH - 1, "big"))
+        parts.append(bytes((flags,)) + total.to_bytes(TOK_WIDTH - 1, "big"))
     return b"".join(parts)
