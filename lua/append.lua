@@ -23,10 +23,14 @@
 --                    the owner the index keys KEYS[10..11] were built for; "" without them),
 --                    soft_tokens (a compaction threshold: "" for none), job_ttl (ms after
 --                    which a compaction job that settled nothing may be enqueued again) and
---                    keep (the messages a compaction keeps verbatim; carried by the job)
+--                    keep (the messages a compaction keeps verbatim; carried by the job) and
+--                    base (the chain tokens the client assumed before the first message)
 -- ARGV[2] chosen     the messages' chosen ids, tab-separated ("" in a slot: generate one)
--- ARGV[3] tokens     TOK_WIDTH bytes per message: its flags and its own tokens (the script
---                    turns them into chain totals)
+-- ARGV[3] tokens     TOK_WIDTH bytes per message: its flags and the chain's tokens through it,
+--                    computed by the client as if the chain before the first message held
+--                    `base` tokens (a call field). When it does (the client knew the head's
+--                    size, the usual case), the entries are stored as they are; otherwise the
+--                    script shifts each by the difference.
 -- ARGV[4..] records  one per message, oldest first, built by the client as if each message were
 --                    the child of the one before it in the log (parent -2) and kept its chosen
 --                    id; the script rewrites the few that are not (the first of a new run, an
@@ -36,7 +40,8 @@
 --         new branch), {branches created}, updated_at, owner, indexed (0|1), incarnation,
 --         context tokens (the branch from its newest summary on, after this append; -1 when
 --         not computed), job (the compaction marker this call set, "" for none), enqueued (1
---         when the script added the job to KEYS[12] itself)}
+--         when the script added the job to KEYS[12] itself), the chain tokens through the
+--         new head (-1 for a resent call)}
 -- Compaction: with soft_tokens, an append without chosen ids that leaves the branch's context
 -- (newest summary plus the messages after it) at or past soft_tokens sets the chat's `cjob`
 -- marker "<summary position>\t<now>", unless one is set and younger than job_ttl: one pending
@@ -98,9 +103,9 @@ return run(function()
   local chat, log, alias, runs, branch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
   local req, req_old, tok, summary_key = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
   local user, known_inc, target, expected, on_conflict, on_existing, now, request, chat_id,
-        index_owner, soft_tokens, job_ttl, keep = string.match(ARGV[1],
+        index_owner, soft_tokens, job_ttl, keep, token_base = string.match(ARGV[1],
           '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(%d+)\t([^\t]*)\t' ..
-          '([^\t]*)\t([^\t]*)\t(%d*)\t(%d*)\t(%d*)$')
+          '([^\t]*)\t([^\t]*)\t(%d*)\t(%d*)\t(%d*)\t(%d+)$')
   if not user then
     fail('INVALID', {reason = 'malformed call fields'})
   end
@@ -128,7 +133,8 @@ return run(function()
       end
       local updated_at = tonumber(fields[1])
       return {name, tonumber(first), edit_list, tonumber(rebased), fork, created_list,
-              updated_at, owner, index(chat_id, index_owner, owner, updated_at), inc, -1, '', 0}
+              updated_at, owner, index(chat_id, index_owner, owner, updated_at), inc, -1, '', 0,
+              -1}
     end
   end
   local message_count = number_field(chat, 'message_count', fields[2])
@@ -140,10 +146,19 @@ return run(function()
     fail('CORRUPT', {key = tok, reason = 'token entries out of step with the log'})
   end
   local entries = {}
-  -- The chain tokens through message i (1-based), after the chain tokens before it.
+  local base = tonumber(token_base)
+  -- The chain tokens through message i (1-based), after `before` chain tokens: its own
+  -- tokens are the difference between its entry and the one before it (or `base`).
   local function entry(i, before)
-    local flags, own = tok_decode(ARGV[3], (i - 1) * TOK_WIDTH)
-    local total = before + own
+    local flags, through = tok_decode(ARGV[3], (i - 1) * TOK_WIDTH)
+    local previous = base
+    if i > 1 then
+      previous = select(2, tok_decode(ARGV[3], (i - 2) * TOK_WIDTH))
+    end
+    if through < previous then
+      fail('INVALID', {reason = 'token entries must not decrease', message = i})
+    end
+    local total = before + through - previous
     if total > MAX_CHAIN_TOKENS then
       fail('INVALID', {reason = 'a chain of more than 2^40 tokens'})
     end
@@ -183,7 +198,7 @@ return run(function()
     end
   end
 
-  local context_tokens, job = -1, ''
+  local context_tokens, job, head_tokens = -1, '', -1
   -- The context (newest summary plus the messages after it) once the records whose chain
   -- passes through `base` end at `head_total` tokens, and the marker to set when that reaches
   -- soft_tokens and no younger job is pending.
@@ -217,9 +232,19 @@ return run(function()
     records[1] = head_record
     local total = select(2, tok_at(tok, cursor))
     local before_append = cursor
-    for i = 1, count do
-      total = entry(i, total)
+    if total == base then
+      -- The client knew the size of the chain it appends to: its entries are the stored ones.
+      total = select(2, tok_decode(ARGV[3], (count - 1) * TOK_WIDTH))
+      if total > MAX_CHAIN_TOKENS or select(2, tok_decode(ARGV[3], 0)) < base then
+        fail('INVALID', {reason = 'token entries out of range'})
+      end
+      entries = nil
+    else
+      for i = 1, count do
+        total = entry(i, total)
+      end
     end
+    head_tokens = total
     if soft_tokens ~= '' then
       context_tokens, job = compaction_due(before_append, total)
     end
@@ -275,6 +300,7 @@ return run(function()
       cursor_tokens = select(2, tok_at(tok, cursor))
     end
     cursor_tokens = entry(i, cursor_tokens)
+    head_tokens = cursor_tokens
     if cursor < 0 or cursor ~= pos - 1 then
       new_runs[#new_runs + 1] = pos
       new_runs[#new_runs + 1] = pos .. ':' .. cursor .. ':' .. cursor_depth
@@ -302,7 +328,7 @@ return run(function()
       redis.call('HSET', chat, 'active_branch', fork.name)
     end
   end
-  redis.call('APPEND', tok, table.concat(entries))
+  redis.call('APPEND', tok, entries and table.concat(entries) or ARGV[3])
   if passthrough then
     redis.call('RPUSH', log, records[1])
     for from = FIRST_RECORD_ARG + 1, #ARGV, 1000 do
@@ -343,5 +369,6 @@ return run(function()
                    table.concat(created_names, '\n') .. '\t' .. table.concat(edits, ','),
                    fields[3], now)
   return {target, first, edits, rebased, conflict_fork, created_names, updated_at, owner,
-          index(chat_id, index_owner, owner, updated_at), inc, context_tokens, job, enqueued}
+          index(chat_id, index_owner, owner, updated_at), inc, context_tokens, job, enqueued,
+          head_tokens}
 end)
