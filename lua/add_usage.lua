@@ -4,11 +4,26 @@
 -- ARGV[2] inc       the incarnation the caller knows, "" for any
 -- ARGV[3..] field, increment pairs ("u:<counter>" -> non-negative integer)
 -- Reply: flat list of every usage field and its new value
--- Errors: NOT_FOUND when the chat does not exist, FORBIDDEN, REPLACED.
--- HINCRBY makes concurrent additions from many workers all count.
+-- Errors: NOT_FOUND when the chat does not exist, FORBIDDEN, REPLACED, CORRUPT (a stored
+--         counter that is not a number), INVALID (a counter would pass 2^53: nothing is added).
+-- HINCRBY makes concurrent additions from many workers all count. Every counter is read and
+-- checked before the first is written, so a call adds all of its counts or none.
+
+local MAX_COUNT = 9007199254740992  -- 2^53: Lua numbers are exact up to here
 
 return run(function()
   open_chat(KEYS[1], ARGV[1], ARGV[2])
+  for i = 3, #ARGV, 2 do
+    local stored = redis.call('HGET', KEYS[1], ARGV[i])
+    local current = 0
+    if stored then
+      current = number_field(KEYS[1], ARGV[i], stored)
+    end
+    local add = tonumber(ARGV[i + 1])
+    if not add or add < 0 or current + add > MAX_COUNT then
+      fail('INVALID', {reason = 'a usage counter would pass 2^53', field = ARGV[i]})
+    end
+  end
   local reply = {}
   for i = 3, #ARGV, 2 do
     reply[#reply + 1] = ARGV[i]

@@ -11,6 +11,7 @@
 -- KEYS[10] tok        token entries
 -- ARGV[1] user_id     "" to delete whoever owns it; otherwise only that owner's chat
 -- Reply: {deleted (0|1), owner ("" when nothing was deleted)}
+-- Errors: FORBIDDEN when the chat belongs to another user (nothing is deleted).
 
 return run(function()
   local owner = redis.call('HGET', KEYS[1], 'user_id')
@@ -18,7 +19,7 @@ return run(function()
     return {0, ''}
   end
   if ARGV[1] ~= '' and owner ~= ARGV[1] then
-    return {0, ''}
+    fail('FORBIDDEN', {what = 'chat'})
   end
   redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7],
                KEYS[8], KEYS[9], KEYS[10])

@@ -70,8 +70,17 @@ def parse_url(url: str | None) -> Target:
     )
 
 
+#: Seconds to open a connection, and to wait for a reply, unless the caller says otherwise.
+DEFAULT_CONNECT_TIMEOUT = 2.0
+DEFAULT_SOCKET_TIMEOUT = 5.0
+
+
 def _server_options(options: dict[str, Any], *, asynchronous: bool) -> dict[str, Any]:
-    """Defaults for servers: bytes replies, bounded connect time, a short and safe retry budget.
+    """Defaults for servers: bytes replies, short timeouts, a short and safe retry budget.
+
+A frozen or unreachable server fails a call fast: 2 s to connect, 5 s for a reply (every
+script is bounded to a few milliseconds of Redis time, so 5 s only ever means trouble).
+Both are redis-py options (``socket_connect_timeout``, ``socket_timeout``) a caller overrides.
 
     redis-py's own default retries ten times, on timeouts too. A command that timed out may
     have run: resending ``add_usage`` or ``create_branch`` would apply it twice. So only
@@ -87,8 +96,8 @@ def _server_options(options: dict[str, Any], *, asynchronous: bool) -> dict[str,
     else:
         retry_class = Retry
     merged = {
-        "socket_connect_timeout": 5.0,
-        "socket_timeout": 30.0,
+        "socket_connect_timeout": DEFAULT_CONNECT_TIMEOUT,
+        "socket_timeout": DEFAULT_SOCKET_TIMEOUT,
         "retry": retry_class(
             ExponentialWithJitterBackoff(cap=0.256, base=0.008),
             3,

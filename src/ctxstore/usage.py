@@ -97,9 +97,17 @@ def _lookup(source: Mapping[str, Any], path: str) -> Any:
     return value
 
 
+#: The largest count one usage may add (and a counter may reach): 2^53, where the scripts' Lua
+#: numbers stop being exact. Far beyond any model's usage.
+MAX_COUNT = 2**53
+
+
 def _count(value: Any, path: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         if isinstance(value, float) and value.is_integer() and value >= 0:
-            return int(value)
-        raise ValidationError(f"usage {path} must be a non-negative integer, got {value!r}")
-    return value
+            value = int(value)
+        else:
+            raise ValidationError(f"usage {path} must be a non-negative integer, got {value!r}")
+    if value > MAX_COUNT:
+        raise ValidationError(f"usage {path} is {value}, over the limit of {MAX_COUNT}")
+    return int(value)

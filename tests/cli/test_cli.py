@@ -200,7 +200,10 @@ def test_chats_says_when_there_are_none(memory_url: str, namespace: str, run: Ru
 def test_chats_titles_stay_on_one_printable_line(memory_url: str, namespace: str, run: Run) -> None:
     with ctxstore.connect(memory_url, namespace=namespace) as store:
         store.upsert_chat("c1", "alice")
-        store.update_chat("c1", title="two\nlines \x1b[2J" + "x" * 100)
+        store.update_chat("c1", title="placeholder")
+        # The API refuses such a title now; data written before (or by hand) may hold one.
+        chat_key = store.state.keyspace.chat("c1").key("chat")
+        store.client.hset(chat_key, "title", "two\nlines \x1b[2J" + "x" * 100)
     code, out, _ = run(*store_args(memory_url, namespace), "chats")
     assert code == 0
     [_, row] = out.splitlines()

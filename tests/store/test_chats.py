@@ -179,7 +179,9 @@ def test_delete_chat_removes_every_key_and_index_entry(store: Any, snap: Any) ->
 def test_delete_chat_with_user_id_only_deletes_the_owners_chat(store: Any, snap: Any) -> None:
     store.upsert_chat("c1", "alice")
     before = snap()
-    assert store.delete_chat("c1", user_id="mallory") is False
+    with pytest.raises(ctxstore.PermissionDeniedError):  # not "no such chat": it exists
+        store.delete_chat("c1", user_id="mallory")
     assert snap() == before
+    assert store.delete_chat("missing", user_id="mallory") is False
     assert store.delete_chat("c1", user_id="alice") is True
     assert snap() == {}

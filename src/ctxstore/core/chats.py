@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -31,6 +32,31 @@ def chat_context(chat_id: str) -> dict[str, Any]:
 def keys_for(script: LuaScript, chat: ChatKeys) -> tuple[str, ...]:
     """The chat keys a script declares in its header, in its order (optional ones left out)."""
     return chat.select(script.key_names[: script.required_keys])
+
+
+#: The longest chat title, in characters.
+MAX_TITLE_CHARS = 1024
+_TITLE_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def check_title(title: object) -> str:
+    """A chat title: a string of at most MAX_TITLE_CHARS characters, on one line, without
+    control characters (it is shown in lists and logs) or lone surrogates."""
+    if not isinstance(title, str):
+        raise ValidationError(f"title must be a string, got {type(title).__name__}")
+    if len(title) > MAX_TITLE_CHARS:
+        raise ValidationError(f"title is {len(title)} characters, over {MAX_TITLE_CHARS}")
+    if _TITLE_CONTROL.search(title):
+        raise ValidationError(
+            f"title must not contain control characters (newlines included): {title[:64]!r}"
+        )
+    try:
+        title.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValidationError(
+            f"title is not valid Unicode (a lone surrogate): {title[:64]!r}"
+        ) from None
+    return title
 
 
 def metadata_args(metadata: Mapping[str, Any] | None, state: StoreState) -> list[Arg]:
@@ -84,8 +110,8 @@ def update_chat(
 ) -> Operation[ChatMeta]:
     """Replace the title when given, shallow-merge metadata, bump ``updated_at``."""
     chat = state.keyspace.chat(chat_id)
-    if title is not None and not isinstance(title, str):
-        raise ValidationError(f"title must be a string, got {type(title).__name__}")
+    if title is not None:
+        check_title(title)
     meta_args = metadata_args(metadata, state)
     now = state.clock()
     script = load_script("update_chat")

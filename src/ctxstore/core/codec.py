@@ -32,6 +32,13 @@ def encode(value: Any, *, what: str, limit: int, payload: Any = None) -> bytes:
         raise UnserializablePayloadError(
             f"{path} cannot be stored: {exc}", what=what, path=path
         ) from exc
+    try:
+        msgpack.unpackb(packed, raw=False, strict_map_key=False)
+    except Exception as exc:  # it would be stored, then no read could decode it
+        path = _first_unencodable(value if payload is None else payload, what)
+        raise UnserializablePayloadError(
+            f"{path} cannot be stored: it would not read back ({exc})", what=what, path=path
+        ) from exc
     if len(packed) > limit:
         raise PayloadTooLargeError(
             f"{what} is {len(packed)} bytes encoded, over the limit of {limit} bytes",
@@ -65,7 +72,7 @@ def _first_unencodable(value: Any, path: str) -> str:
             continue
         if isinstance(item, dict):
             for key, child in item.items():
-                if not isinstance(key, (str, int, bytes)):
+                if not isinstance(key, (str, int, bytes, float, bool, type(None))):
                     return f"{where} (a key of type {type(key).__name__})"
                 stack.append((child, f"{where}.{key!s}"))
         elif isinstance(item, (list, tuple)):

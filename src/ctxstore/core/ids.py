@@ -4,8 +4,9 @@ Ids that become part of a Redis key (chat ids, user ids) must not break out of t
 a ``{`` or ``}`` would move the key to another slot (breaking Cluster) or let one id address
 another chat's keys. We refuse those characters rather than escape them: an escaped id would be
 stored in a form the caller never wrote, and every other tool reading the keyspace would have to
-know the escaping. Control characters (including newlines and NUL) are refused everywhere: they
-are almost always a bug upstream and they corrupt logs and error replies.
+know the escaping. Control characters (C0, DEL and C1, newlines and NUL included) are refused
+everywhere: they are almost always a bug upstream and they corrupt logs and error replies. So
+are lone surrogates, which no UTF-8 encoder writes.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from ctxstore.errors import InvalidIdError
 #: Longest id or name, in UTF-8 bytes. Ids are copied into keys, hash fields and replies.
 MAX_ID_BYTES = 256
 
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 _TAG_BREAKERS = re.compile(r"[{}]")
 #: Characters that would turn a prefix into an ACL key *pattern* or move keys to another slot.
 _PREFIX_FORBIDDEN = re.compile(r"[{}*?\[\]\\\s]")
@@ -39,7 +40,13 @@ def check_name(value: object, what: str) -> str:
         raise InvalidIdError(f"{what} must be a string, got {type(value).__name__}", what=what)
     if not value:
         raise InvalidIdError(f"{what} must not be empty", what=what)
-    if len(value.encode("utf-8")) > MAX_ID_BYTES:
+    try:
+        size = len(value.encode("utf-8"))
+    except UnicodeEncodeError:
+        raise InvalidIdError(
+            f"{what} is not valid Unicode (a lone surrogate): {value!r}", what=what
+        ) from None
+    if size > MAX_ID_BYTES:
         raise InvalidIdError(
             f"{what} is longer than {MAX_ID_BYTES} bytes (UTF-8)", what=what, value=value[:64]
         )

@@ -31,11 +31,20 @@ if TYPE_CHECKING:
 SCAN_CHUNK = 200
 
 
+#: The largest limit or offset a listing takes (Redis takes 64-bit signed ranges; this is far
+#: beyond any namespace and keeps every arithmetic on them exact).
+MAX_PAGE = 2**31 - 1
+
+
 def _check_page(limit: int | None, offset: int) -> None:
-    if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int) or limit < 0):
-        raise ValidationError(f"limit must be None or a non-negative integer, got {limit!r}")
-    if isinstance(offset, bool) or not isinstance(offset, int) or offset < 0:
-        raise ValidationError(f"offset must be a non-negative integer, got {offset!r}")
+    if limit is not None and (
+        isinstance(limit, bool) or not isinstance(limit, int) or not 0 <= limit <= MAX_PAGE
+    ):
+        raise ValidationError(
+            f"limit must be None or an integer from 0 to {MAX_PAGE}, got {limit!r}"
+        )
+    if isinstance(offset, bool) or not isinstance(offset, int) or not 0 <= offset <= MAX_PAGE:
+        raise ValidationError(f"offset must be an integer from 0 to {MAX_PAGE}, got {offset!r}")
 
 
 def _check_filter(metadata: tuple[str, Any] | None, state: StoreState) -> tuple[str, Any] | None:

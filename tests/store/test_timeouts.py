@@ -1,0 +1,40 @@
+"""A frozen server fails a call fast, with a ctxstore error: defaults of 2 s to connect and
+5 s for a reply, overridable as redis-py options."""
+
+from __future__ import annotations
+
+import socket
+import time
+from collections.abc import Iterator
+
+import pytest
+
+import ctxstore
+from ctxstore.connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_SOCKET_TIMEOUT
+
+
+@pytest.fixture
+def silent_server() -> Iterator[int]:
+    """A port that accepts connections and never answers (a frozen server)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(16)
+    yield listener.getsockname()[1]
+    listener.close()
+
+
+def test_the_defaults_fail_fast() -> None:
+    store = ctxstore.connect("redis://127.0.0.1:1/0")
+    options = store.client.connection_pool.connection_kwargs
+    assert options["socket_connect_timeout"] == DEFAULT_CONNECT_TIMEOUT == 2.0
+    assert options["socket_timeout"] == DEFAULT_SOCKET_TIMEOUT == 5.0
+    store.close()
+
+
+def test_a_frozen_server_is_a_backend_error_within_the_timeout(silent_server: int) -> None:
+    store = ctxstore.connect(f"redis://127.0.0.1:{silent_server}/0", socket_timeout=0.2)
+    started = time.monotonic()
+    with pytest.raises(ctxstore.BackendError):
+        store.get_chat("c1")
+    assert time.monotonic() - started < 3  # three attempts at most, each bounded
+    store.close()
