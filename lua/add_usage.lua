@@ -1,9 +1,13 @@
 -- add_usage.lua: add token counts to a chat's usage counters.
 -- KEYS[1] chat      chat hash
+-- KEYS[2] req       request id -> reply summary (this generation)
+-- KEYS[3] req_old   request id -> reply summary (the previous generation)
 -- ARGV[1] user      the caller, "" for anyone
 -- ARGV[2] inc       the incarnation the caller knows, "" for any
--- ARGV[3..] field, increment pairs ("u:<counter>" -> non-negative integer)
--- Reply: flat list of every usage field and its new value
+-- ARGV[3] request   the call's request id: a resent call (its reply lost) adds nothing again
+-- ARGV[4] now       epoch milliseconds
+-- ARGV[5..] field, increment pairs ("u:<counter>" -> non-negative integer)
+-- Reply: flat list of every usage field given and its value after this call
 -- Errors: NOT_FOUND when the chat does not exist, FORBIDDEN, REPLACED, CORRUPT (a stored
 --         counter that is not a number), INVALID (a counter would pass 2^53: nothing is added).
 -- HINCRBY makes concurrent additions from many workers all count. Every counter is read and
@@ -11,9 +15,19 @@
 
 local MAX_COUNT = 9007199254740992  -- 2^53: Lua numbers are exact up to here
 
+local FIRST_COUNTER_ARG = 5
+
 return run(function()
-  open_chat(KEYS[1], ARGV[1], ARGV[2])
-  for i = 3, #ARGV, 2 do
+  local _, _, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since'})
+  if recall_request(KEYS[2], KEYS[3], ARGV[3]) then
+    local reply = {}
+    for i = FIRST_COUNTER_ARG, #ARGV, 2 do
+      reply[#reply + 1] = ARGV[i]
+      reply[#reply + 1] = redis.call('HGET', KEYS[1], ARGV[i]) or '0'
+    end
+    return reply
+  end
+  for i = FIRST_COUNTER_ARG, #ARGV, 2 do
     local stored = redis.call('HGET', KEYS[1], ARGV[i])
     local current = 0
     if stored then
@@ -25,9 +39,10 @@ return run(function()
     end
   end
   local reply = {}
-  for i = 3, #ARGV, 2 do
+  for i = FIRST_COUNTER_ARG, #ARGV, 2 do
     reply[#reply + 1] = ARGV[i]
     reply[#reply + 1] = redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
   end
+  remember_request(KEYS[1], KEYS[2], KEYS[3], ARGV[3], 'added', fields[1], tonumber(ARGV[4]))
   return reply
 end)

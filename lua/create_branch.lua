@@ -6,6 +6,8 @@
 -- KEYS[4] runs        run starts (chain lengths)
 -- KEYS[5] branch      branch name -> branch record
 -- KEYS[6] checkpoint  checkpoint name -> checkpoint record
+-- KEYS[7] req         request id -> reply summary (this generation)
+-- KEYS[8] req_old     request id -> reply summary (the previous generation)
 -- ARGV[1] user        the caller, "" for anyone
 -- ARGV[2] inc         the incarnation the caller knows, "" for any
 -- ARGV[3] at          the start: a message id, a checkpoint name, or "" for an empty branch
@@ -14,6 +16,8 @@
 -- ARGV[6] activate    "1" to make it the active branch
 -- ARGV[7] now         epoch milliseconds
 -- ARGV[8] at_kind     "message" or "checkpoint": how to read ARGV[3]
+-- ARGV[9] request     the call's request id: a resent call (its reply lost) answers with the
+--                     branch the first one created instead of creating another
 -- Reply: {name, branch record, active branch, incarnation}
 -- Errors: NOT_FOUND (chat, message, checkpoint), CONFLICT (explicit name taken), FORBIDDEN,
 --         REPLACED.
@@ -21,7 +25,12 @@
 -- restoring a checkpoint reads it in the same script, so it cannot move in between.
 
 return run(function()
-  local _, inc = open_chat(KEYS[1], ARGV[1], ARGV[2])
+  local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since'})
+  local prior = recall_request(KEYS[7], KEYS[8], ARGV[9])
+  if prior then
+    return {prior, redis.call('HGET', KEYS[5], prior) or '', redis.call('HGET', KEYS[1],
+            'active_branch'), inc}
+  end
   local pos, id = -1, ''
   if ARGV[8] == 'checkpoint' then
     local raw = redis.call('HGET', KEYS[6], ARGV[3])
@@ -44,5 +53,6 @@ return run(function()
   if ARGV[6] == '1' then
     redis.call('HSET', KEYS[1], 'active_branch', name)
   end
+  remember_request(KEYS[1], KEYS[7], KEYS[8], ARGV[9], name, fields[1], tonumber(ARGV[7]))
   return {name, raw, redis.call('HGET', KEYS[1], 'active_branch'), inc}
 end)

@@ -38,6 +38,11 @@ return run(function()
     local _owner
     _owner, inc, fields = open_chat(chat, ARGV[1], '', {'updated_at', 'active_branch'})
     active = fields[2]
+    if inc == ARGV[3] then
+      -- This call's own incarnation: a resend of the call that created the chat (its reply
+      -- was lost). Answer as that call did, so the caller indexes the chat.
+      created = 1
+    end
     record = read_branch(KEYS[4], active)
     if load == '1' and record.depth > tonumber(ARGV[5]) then
       fail('LIMIT', {what = 'chain depth', limit = tonumber(ARGV[5]), length = record.depth})

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ctxstore.core.chats import chat_context, keys_for, scope_args
-from ctxstore.core.ids import check_name
+from ctxstore.core.ids import check_name, new_request_id
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Call, Operation, script_call
 from ctxstore.core.records import branch_info, pairs, text
@@ -106,7 +106,16 @@ def _create_call(
     return script_call(
         script,
         keys_for(script, chat),
-        (*scope, at, base, name or "", "1" if activate else "0", state.clock(), at_kind),
+        (
+            *scope,
+            at,
+            base,
+            name or "",
+            "1" if activate else "0",
+            state.clock(),
+            at_kind,
+            new_request_id(),
+        ),
         parse=_one_branch(chat),
         context=chat_context(chat.chat_id),
     )

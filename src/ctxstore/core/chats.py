@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxstore.core import indexes
 from ctxstore.core.codec import encode
-from ctxstore.core.ids import check_key_id, check_name
+from ctxstore.core.ids import check_key_id, check_name, new_request_id
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Arg, Call, Operation, script_call
 from ctxstore.core.records import METADATA_PREFIX, USAGE_KEY, USAGE_PREFIX, chat_meta, pairs, text
@@ -207,7 +207,7 @@ def add_usage(
     """Add token counts (any provider's spelling) to the chat's counters; returns the totals."""
     chat = state.keyspace.chat(chat_id)
     counters = normalize_usage(usage)
-    args: list[Arg] = [*scope_args(user_id, incarnation)]
+    args: list[Arg] = [*scope_args(user_id, incarnation), new_request_id(), state.clock()]
     for name, value in counters.items():
         args += [USAGE_PREFIX + name, value]
     script = load_script("add_usage")

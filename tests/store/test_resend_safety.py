@@ -1,0 +1,76 @@
+"""Writes whose reply is lost are sent again by redis-py; each must apply once. A proxy runs
+the command on the server and drops its reply, so the client resends it."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+import ctxstore
+from tests.support import servers
+from tests.support.proxy import ReplyDroppingProxy
+
+
+@pytest.fixture
+def proxied(
+    redis_server: servers.RedisProcess, namespace: str
+) -> Iterator[tuple[ctxstore.Store, ReplyDroppingProxy]]:
+    with ReplyDroppingProxy("127.0.0.1", redis_server.port) as proxy:
+        store = ctxstore.connect(f"redis://127.0.0.1:{proxy.port}/0", namespace=namespace)
+        yield store, proxy
+        store.close()
+
+
+def test_a_resent_usage_is_counted_once(
+    proxied: tuple[ctxstore.Store, ReplyDroppingProxy],
+) -> None:
+    store, proxy = proxied
+    store.upsert_chat("c1", "alice")
+    store.add_usage("c1", {"input_tokens": 5, "output_tokens": 2})  # the script is loaded
+    proxy.drop_next_reply()
+    totals = store.add_usage("c1", {"input_tokens": 5, "output_tokens": 2})
+    assert proxy.dropped == 1
+    assert totals["input_tokens"] == 10
+    assert store.get_chat("c1").metadata["usage"]["input_tokens"] == 10
+
+
+def test_a_resent_branch_creation_makes_one_branch(
+    proxied: tuple[ctxstore.Store, ReplyDroppingProxy],
+) -> None:
+    store, proxy = proxied
+    store.upsert_chat("c1", "alice")
+    head = store.append("c1", "main", [{"role": "user", "content": "a"}], expected_head=None)
+    store.create_branch("c1", head.head_message_id, activate=False)  # the script is loaded
+    proxy.drop_next_reply()
+    branch = store.create_branch("c1", head.head_message_id)
+    assert proxy.dropped == 1
+    assert branch.name == "main-v3"
+    assert sorted(b.name for b in store.list_branches("c1")) == ["main", "main-v2", "main-v3"]
+
+
+def test_a_resent_chat_creation_still_lists_the_chat(
+    proxied: tuple[ctxstore.Store, ReplyDroppingProxy],
+) -> None:
+    store, proxy = proxied
+    store.upsert_chat("c1", "alice")  # the script is loaded
+    proxy.drop_next_reply()
+    store.upsert_chat("c2", "alice")
+    assert proxy.dropped == 1
+    assert sorted(chat.id for chat in store.list_chats()) == ["c1", "c2"]
+
+
+def test_a_resent_append_writes_once(
+    proxied: tuple[ctxstore.Store, ReplyDroppingProxy],
+) -> None:
+    store, proxy = proxied
+    store.upsert_chat("c1", "alice")
+    first = store.append("c1", "main", [{"role": "user", "content": "a"}], expected_head=None)
+    proxy.drop_next_reply()
+    result = store.append(
+        "c1", "main", [{"role": "user", "content": "once"}], expected_head=first.head_message_id
+    )
+    assert proxy.dropped == 1
+    messages = store.load_branch("c1").messages
+    assert [m["message"]["content"] for m in messages] == ["a", "once"]
+    assert messages[-1]["id"] == result.head_message_id

@@ -1,0 +1,84 @@
+"""A TCP proxy in front of a redis-server that can lose one reply: the server runs the command,
+the client's connection breaks before the reply arrives, and redis-py sends the command again
+on a new connection. The situation every write must survive without applying twice."""
+
+from __future__ import annotations
+
+import socket
+import threading
+from types import TracebackType
+
+
+class ReplyDroppingProxy:
+    """Forwards every connection to ``upstream``; after :meth:`drop_next_reply`, the first
+    command containing ``marker`` runs on the server but its reply is thrown away and the
+    client's connection closed."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self._upstream = (host, port)
+        self._listener = socket.socket()
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(32)
+        self.port: int = self._listener.getsockname()[1]
+        self._marker: bytes | None = None
+        self._lock = threading.Lock()
+        self.dropped = 0
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def drop_next_reply(self, marker: bytes = b"EVALSHA") -> None:
+        with self._lock:
+            self._marker = marker
+
+    def _take_marker(self, data: bytes) -> bool:
+        with self._lock:
+            if self._marker is not None and self._marker in data:
+                self._marker = None
+                return True
+            return False
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self._upstream)
+            threading.Thread(target=self._serve, args=(client, server), daemon=True).start()
+
+    def _serve(self, client: socket.socket, server: socket.socket) -> None:
+        try:
+            while True:
+                data = client.recv(65536)
+                if not data:
+                    return
+                drop = self._take_marker(data)
+                server.sendall(data)
+                reply = server.recv(65536)
+                if drop:
+                    self.dropped += 1
+                    return  # the server ran it; the client never hears
+                if not reply:
+                    return
+                client.sendall(reply)
+        except OSError:
+            return
+        finally:
+            client.close()
+            server.close()
+
+    def close(self) -> None:
+        self._closed = True
+        self._listener.close()
+
+    def __enter__(self) -> ReplyDroppingProxy:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
