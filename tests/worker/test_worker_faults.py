@@ -10,6 +10,9 @@ import subprocess
 import sys
 import textwrap
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 from typing import Any
 
 import ctxstore
@@ -38,14 +41,14 @@ STUCK_WORKER = textwrap.dedent(
 )
 
 
-def test_a_job_of_a_killed_worker_is_finished_by_another(
-    server_backend: str, namespace: str, tmp_path: Any
-) -> None:
-    store = ctxstore.connect(server_backend, namespace=namespace, estimate_tokens=letters)
-    grow(store, "k1", 8, CompactionTrigger(soft_tokens=1, min_recent_messages=2))
-    flag = tmp_path / "started"
+@contextmanager
+def worker_in_job(script: str, url: str, namespace: str, flag: Path) -> Iterator[Any]:
+    """A worker process running ``script``, yielded once it has started a job (it writes
+    ``flag``); killed on the way out if it is still alive."""
     process = subprocess.Popen(
-        [sys.executable, "-c", STUCK_WORKER, server_backend, namespace, str(flag)]
+        [sys.executable, "-c", script, url, namespace, str(flag)],
+        stdout=subprocess.PIPE,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 30
@@ -53,11 +56,22 @@ def test_a_job_of_a_killed_worker_is_finished_by_another(
             assert time.monotonic() < deadline, "the worker never started the job"
             assert process.poll() is None, "the worker exited"
             time.sleep(0.02)
-        os.kill(process.pid, signal.SIGKILL)
-        process.wait(timeout=10)
+        yield process
     finally:
         if process.poll() is None:
             process.kill()
+            process.wait()
+
+
+def test_a_job_of_a_killed_worker_is_finished_by_another(
+    server_backend: str, namespace: str, tmp_path: Any
+) -> None:
+    store = ctxstore.connect(server_backend, namespace=namespace, estimate_tokens=letters)
+    grow(store, "k1", 8, CompactionTrigger(soft_tokens=1, min_recent_messages=2))
+    flag = tmp_path / "started"
+    with worker_in_job(STUCK_WORKER, server_backend, namespace, flag) as process:
+        os.kill(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
     # The dead worker's lease must expire and its job must idle before another takes it over:
     # short settings here, minutes in production.
     store.client.hdel(store.state.keyspace.chat("k1").key("chat"), "clease")
@@ -152,21 +166,9 @@ def test_sigterm_finishes_the_job_in_hand_then_exits(
     store = ctxstore.connect(server_backend, namespace=namespace, estimate_tokens=letters)
     grow(store, "t1", 6, CompactionTrigger(soft_tokens=1, min_recent_messages=2))
     flag = tmp_path / "started"
-    process = subprocess.Popen(
-        [sys.executable, "-c", SLOW_WORKER, server_backend, namespace, str(flag)],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not flag.exists():
-            assert time.monotonic() < deadline, "the worker never started the job"
-            time.sleep(0.02)
+    with worker_in_job(SLOW_WORKER, server_backend, namespace, flag) as process:
         process.send_signal(signal.SIGTERM)
         out, _err = process.communicate(timeout=30)
-    finally:
-        if process.poll() is None:
-            process.kill()
     assert process.returncode == 0
     assert "summarized 1" in out
     summary = store.load_branch("t1", after_summary=True).summary
@@ -180,20 +182,10 @@ def test_a_second_sigterm_exits_at_once(server_backend: str, namespace: str, tmp
     grow(store, "t2", 6, CompactionTrigger(soft_tokens=1, min_recent_messages=2))
     store.close()
     flag = tmp_path / "started"
-    process = subprocess.Popen(
-        [sys.executable, "-c", STUCK_WORKER, server_backend, namespace, str(flag)]
-    )
-    try:
-        deadline = time.monotonic() + 30
-        while not flag.exists():
-            assert time.monotonic() < deadline, "the worker never started the job"
-            time.sleep(0.02)
+    with worker_in_job(STUCK_WORKER, server_backend, namespace, flag) as process:
         process.send_signal(signal.SIGTERM)
         time.sleep(0.3)
         assert process.poll() is None  # the first signal waits for the job in hand
         process.send_signal(signal.SIGTERM)
         process.wait(timeout=10)  # the stuck summarizer would take 600 s
-    finally:
-        if process.poll() is None:
-            process.kill()
     assert process.returncode != 0
