@@ -1,27 +1,41 @@
 -- update_chat.lua: replace the title and/or shallow-merge metadata, and bump updated_at.
 -- KEYS[1] chat        chat hash
+-- KEYS[2] all_chats   optional: the namespace's chat index (servers without Cluster only)
+-- KEYS[3] user_chats  optional: the owner's chat index (with KEYS[2])
 -- ARGV[1] user        the caller, "" for anyone
 -- ARGV[2] inc         the incarnation the caller knows, "" for any
 -- ARGV[3] now         epoch milliseconds
 -- ARGV[4] set_title   "1" to replace the title with ARGV[5], "0" to keep it
 -- ARGV[5] title       the new title
--- ARGV[6..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
--- Reply: flat HGETALL of the chat hash
+-- ARGV[6] chat_id     the chat's id, for the index entries ("" without KEYS[2..3])
+-- ARGV[7] index_owner the owner the index keys were built for ("" without them)
+-- ARGV[8..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
+-- Reply: {indexed (0|1), flat HGETALL of the chat hash}
 -- Errors: NOT_FOUND when the chat does not exist, FORBIDDEN, REPLACED.
 -- Each metadata key is its own hash field, so concurrent merges of different keys all survive.
+-- The index entries move inside the script, so a refused update never moves the chat up.
+
+local FIRST_METADATA_ARG = 8
 
 return run(function()
-  local _, _, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'updated_at'})
+  local owner, _, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'updated_at'})
   if ARGV[4] == '1' then
     redis.call('HSET', KEYS[1], 'title', ARGV[5])
   end
-  if #ARGV > 5 then
+  if #ARGV >= FIRST_METADATA_ARG then
     local metadata = {}
-    for i = 6, #ARGV do
+    for i = FIRST_METADATA_ARG, #ARGV do
       metadata[#metadata + 1] = ARGV[i]
     end
     in_slices('HSET', KEYS[1], metadata)
   end
-  redis.call('HSET', KEYS[1], 'updated_at', newer(fields[1], tonumber(ARGV[3])))
-  return redis.call('HGETALL', KEYS[1])
+  local updated_at = newer(fields[1], tonumber(ARGV[3]))
+  redis.call('HSET', KEYS[1], 'updated_at', updated_at)
+  local indexed = 0
+  if KEYS[2] ~= nil and ARGV[7] == owner then
+    redis.call('ZADD', KEYS[2], 'GT', updated_at, ARGV[6])
+    redis.call('ZADD', KEYS[3], 'GT', updated_at, ARGV[6])
+    indexed = 1
+  end
+  return {indexed, redis.call('HGETALL', KEYS[1])}
 end)

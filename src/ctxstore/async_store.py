@@ -144,8 +144,8 @@ class AsyncStore:
             )
         )
 
-    async def get_chat(self, chat_id: str) -> ChatMeta:
-        return await self.run(chats.get_chat(self._state, chat_id))
+    async def get_chat(self, chat_id: str, *, user_id: str | None = None) -> ChatMeta:
+        return await self.run(chats.get_chat(self._state, chat_id, user_id=user_id))
 
     async def update_chat(
         self,
@@ -153,15 +153,18 @@ class AsyncStore:
         *,
         title: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
     ) -> ChatMeta:
         """Replace the title when given, shallow-merge metadata, bump ``updated_at``."""
         return await self.run(
-            chats.update_chat(self._state, chat_id, title=title, metadata=metadata)
+            chats.update_chat(self._state, chat_id, title=title, metadata=metadata, user_id=user_id)
         )
 
-    async def add_usage(self, chat_id: str, usage: Mapping[str, Any] | object) -> dict[str, int]:
+    async def add_usage(
+        self, chat_id: str, usage: Mapping[str, Any] | object, *, user_id: str | None = None
+    ) -> dict[str, int]:
         """Add token counts atomically; returns the chat's totals."""
-        return await self.run(chats.add_usage(self._state, chat_id, usage))
+        return await self.run(chats.add_usage(self._state, chat_id, usage, user_id=user_id))
 
     async def list_chats(
         self,
@@ -194,6 +197,7 @@ class AsyncStore:
         on_conflict: ConflictPolicy = "raise",
         on_existing: ExistingPolicy = "raise",
         compaction: CompactionTrigger | None = None,
+        user_id: str | None = None,
     ) -> AppendResult:
         """Append messages in order and move the branch head, atomically. With ``compaction``,
         an append that takes the branch's context to ``soft_tokens`` enqueues one compaction
@@ -208,11 +212,16 @@ class AsyncStore:
                 on_conflict=on_conflict,
                 on_existing=on_existing,
                 compaction=compaction,
+                user_id=user_id,
             )
         )
 
-    async def get_message(self, chat_id: str, message_id: str) -> StoredMessage:
-        return await self.run(messages_ops.get_message(self._state, chat_id, message_id))
+    async def get_message(
+        self, chat_id: str, message_id: str, *, user_id: str | None = None
+    ) -> StoredMessage:
+        return await self.run(
+            messages_ops.get_message(self._state, chat_id, message_id, user_id=user_id)
+        )
 
     async def get_chain(
         self,
@@ -221,11 +230,14 @@ class AsyncStore:
         *,
         max_depth: int | None = None,
         newest: bool = False,
+        user_id: str | None = None,
     ) -> list[StoredMessage]:
         """The chain ending at ``head``, root first; with ``newest=True`` a chain longer than
         ``max_depth`` comes back as its newest ``max_depth`` messages instead of raising."""
         return await self.run(
-            messages_ops.get_chain(self._state, chat_id, head, max_depth=max_depth, newest=newest)
+            messages_ops.get_chain(
+                self._state, chat_id, head, max_depth=max_depth, newest=newest, user_id=user_id
+            )
         )
 
     async def load_branch(
@@ -237,6 +249,7 @@ class AsyncStore:
         max_tokens: int | None = None,
         max_messages: int | None = None,
         after_summary: bool = False,
+        user_id: str | None = None,
     ) -> BranchChain:
         """A branch (the active one for None) with its chain, root first; with ``max_tokens`` /
         ``max_messages`` only the newest messages within that budget (a tool result never
@@ -251,12 +264,17 @@ class AsyncStore:
                 max_tokens=max_tokens,
                 max_messages=max_messages,
                 after_summary=after_summary,
+                user_id=user_id,
             )
         )
 
-    async def branch_size(self, chat_id: str, branch: str | None = None) -> ChainSize:
+    async def branch_size(
+        self, chat_id: str, branch: str | None = None, *, user_id: str | None = None
+    ) -> ChainSize:
         """Messages and stored tokens of a branch's chain, without reading a payload."""
-        return await self.run(messages_ops.branch_size(self._state, chat_id, branch))
+        return await self.run(
+            messages_ops.branch_size(self._state, chat_id, branch, user_id=user_id)
+        )
 
     async def write_summary(
         self,
@@ -267,13 +285,21 @@ class AsyncStore:
         metadata: Mapping[str, Any] | None = None,
         tokens: int | None = None,
         job: str | None = None,
+        user_id: str | None = None,
     ) -> WrittenSummary:
         """Attach a summary to ``message_id``, the last message it covers: it applies to every
         branch through that message. Written once; a second call returns the first summary.
         ``job``: the compaction marker (``AppendResult.compaction_job``) it settles."""
         return await self.run(
             summaries.write_summary(
-                self._state, chat_id, message_id, content, metadata, tokens, job=job or ""
+                self._state,
+                chat_id,
+                message_id,
+                content,
+                metadata,
+                tokens,
+                job=job or "",
+                user_id=user_id,
             )
         )
 
@@ -287,11 +313,18 @@ class AsyncStore:
         base: str = "main",
         name: str | None = None,
         activate: bool = True,
+        user_id: str | None = None,
     ) -> BranchInfo:
         """A new branch at ``at_message``, auto-named ``<base>-v<k+1>`` unless ``name`` is given."""
         return await self.run(
             branches.create_branch(
-                self._state, chat_id, at_message, base=base, name=name, activate=activate
+                self._state,
+                chat_id,
+                at_message,
+                base=base,
+                name=name,
+                activate=activate,
+                user_id=user_id,
             )
         )
 
@@ -303,41 +336,68 @@ class AsyncStore:
         base: str = "main",
         name: str | None = None,
         activate: bool = True,
+        user_id: str | None = None,
     ) -> BranchInfo:
         """A new branch at a checkpoint's message (restoring it), named like ``create_branch``."""
         return await self.run(
             branches.branch_from_checkpoint(
-                self._state, chat_id, checkpoint, base=base, name=name, activate=activate
+                self._state,
+                chat_id,
+                checkpoint,
+                base=base,
+                name=name,
+                activate=activate,
+                user_id=user_id,
             )
         )
 
-    async def get_branch(self, chat_id: str, name: str | None = None) -> BranchInfo:
-        return await self.run(branches.get_branch(self._state, chat_id, name))
+    async def get_branch(
+        self, chat_id: str, name: str | None = None, *, user_id: str | None = None
+    ) -> BranchInfo:
+        return await self.run(branches.get_branch(self._state, chat_id, name, user_id=user_id))
 
-    async def list_branches(self, chat_id: str) -> list[BranchInfo]:
-        return await self.run(branches.list_branches(self._state, chat_id))
+    async def list_branches(self, chat_id: str, *, user_id: str | None = None) -> list[BranchInfo]:
+        return await self.run(branches.list_branches(self._state, chat_id, user_id=user_id))
 
-    async def set_active_branch(self, chat_id: str, name: str) -> BranchInfo:
-        return await self.run(branches.set_active_branch(self._state, chat_id, name))
+    async def set_active_branch(
+        self, chat_id: str, name: str, *, user_id: str | None = None
+    ) -> BranchInfo:
+        return await self.run(
+            branches.set_active_branch(self._state, chat_id, name, user_id=user_id)
+        )
 
     # --- checkpoints ---------------------------------------------------------------------------
 
-    async def upsert_checkpoint(self, chat_id: str, name: str, message_id: str) -> CheckpointInfo:
-        return await self.run(checkpoints.upsert_checkpoint(self._state, chat_id, name, message_id))
+    async def upsert_checkpoint(
+        self, chat_id: str, name: str, message_id: str, *, user_id: str | None = None
+    ) -> CheckpointInfo:
+        return await self.run(
+            checkpoints.upsert_checkpoint(self._state, chat_id, name, message_id, user_id=user_id)
+        )
 
-    async def get_checkpoint(self, chat_id: str, name: str) -> CheckpointInfo:
-        return await self.run(checkpoints.get_checkpoint(self._state, chat_id, name))
+    async def get_checkpoint(
+        self, chat_id: str, name: str, *, user_id: str | None = None
+    ) -> CheckpointInfo:
+        return await self.run(
+            checkpoints.get_checkpoint(self._state, chat_id, name, user_id=user_id)
+        )
 
-    async def list_checkpoints(self, chat_id: str) -> list[CheckpointInfo]:
-        return await self.run(checkpoints.list_checkpoints(self._state, chat_id))
+    async def list_checkpoints(
+        self, chat_id: str, *, user_id: str | None = None
+    ) -> list[CheckpointInfo]:
+        return await self.run(checkpoints.list_checkpoints(self._state, chat_id, user_id=user_id))
 
-    async def delete_checkpoint(self, chat_id: str, name: str) -> bool:
-        return await self.run(checkpoints.delete_checkpoint(self._state, chat_id, name))
+    async def delete_checkpoint(
+        self, chat_id: str, name: str, *, user_id: str | None = None
+    ) -> bool:
+        return await self.run(
+            checkpoints.delete_checkpoint(self._state, chat_id, name, user_id=user_id)
+        )
 
     # --- inspection ----------------------------------------------------------------------------
 
-    async def get_graph(self, chat_id: str) -> ChatGraph:
-        return await self.run(graph.get_graph(self._state, chat_id))
+    async def get_graph(self, chat_id: str, *, user_id: str | None = None) -> ChatGraph:
+        return await self.run(graph.get_graph(self._state, chat_id, user_id=user_id))
 
     # --- maintenance ---------------------------------------------------------------------------
 

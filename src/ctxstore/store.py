@@ -151,8 +151,8 @@ class Store:
             )
         )
 
-    def get_chat(self, chat_id: str) -> ChatMeta:
-        return self.run(chats.get_chat(self._state, chat_id))
+    def get_chat(self, chat_id: str, *, user_id: str | None = None) -> ChatMeta:
+        return self.run(chats.get_chat(self._state, chat_id, user_id=user_id))
 
     def update_chat(
         self,
@@ -160,13 +160,18 @@ class Store:
         *,
         title: str | None = None,
         metadata: Mapping[str, Any] | None = None,
+        user_id: str | None = None,
     ) -> ChatMeta:
         """Replace the title when given, shallow-merge metadata, bump ``updated_at``."""
-        return self.run(chats.update_chat(self._state, chat_id, title=title, metadata=metadata))
+        return self.run(
+            chats.update_chat(self._state, chat_id, title=title, metadata=metadata, user_id=user_id)
+        )
 
-    def add_usage(self, chat_id: str, usage: Mapping[str, Any] | object) -> dict[str, int]:
+    def add_usage(
+        self, chat_id: str, usage: Mapping[str, Any] | object, *, user_id: str | None = None
+    ) -> dict[str, int]:
         """Add token counts atomically; returns the chat's totals."""
-        return self.run(chats.add_usage(self._state, chat_id, usage))
+        return self.run(chats.add_usage(self._state, chat_id, usage, user_id=user_id))
 
     def list_chats(
         self,
@@ -199,6 +204,7 @@ class Store:
         on_conflict: ConflictPolicy = "raise",
         on_existing: ExistingPolicy = "raise",
         compaction: CompactionTrigger | None = None,
+        user_id: str | None = None,
     ) -> AppendResult:
         """Append messages in order and move the branch head, atomically. With ``compaction``,
         an append that takes the branch's context to ``soft_tokens`` enqueues one compaction
@@ -213,11 +219,14 @@ class Store:
                 on_conflict=on_conflict,
                 on_existing=on_existing,
                 compaction=compaction,
+                user_id=user_id,
             )
         )
 
-    def get_message(self, chat_id: str, message_id: str) -> StoredMessage:
-        return self.run(messages_ops.get_message(self._state, chat_id, message_id))
+    def get_message(
+        self, chat_id: str, message_id: str, *, user_id: str | None = None
+    ) -> StoredMessage:
+        return self.run(messages_ops.get_message(self._state, chat_id, message_id, user_id=user_id))
 
     def get_chain(
         self,
@@ -226,11 +235,14 @@ class Store:
         *,
         max_depth: int | None = None,
         newest: bool = False,
+        user_id: str | None = None,
     ) -> list[StoredMessage]:
         """The chain ending at ``head``, root first; with ``newest=True`` a chain longer than
         ``max_depth`` comes back as its newest ``max_depth`` messages instead of raising."""
         return self.run(
-            messages_ops.get_chain(self._state, chat_id, head, max_depth=max_depth, newest=newest)
+            messages_ops.get_chain(
+                self._state, chat_id, head, max_depth=max_depth, newest=newest, user_id=user_id
+            )
         )
 
     def load_branch(
@@ -242,6 +254,7 @@ class Store:
         max_tokens: int | None = None,
         max_messages: int | None = None,
         after_summary: bool = False,
+        user_id: str | None = None,
     ) -> BranchChain:
         """A branch (the active one for None) with its chain, root first; with ``max_tokens`` /
         ``max_messages`` only the newest messages within that budget (a tool result never
@@ -256,12 +269,15 @@ class Store:
                 max_tokens=max_tokens,
                 max_messages=max_messages,
                 after_summary=after_summary,
+                user_id=user_id,
             )
         )
 
-    def branch_size(self, chat_id: str, branch: str | None = None) -> ChainSize:
+    def branch_size(
+        self, chat_id: str, branch: str | None = None, *, user_id: str | None = None
+    ) -> ChainSize:
         """Messages and stored tokens of a branch's chain, without reading a payload."""
-        return self.run(messages_ops.branch_size(self._state, chat_id, branch))
+        return self.run(messages_ops.branch_size(self._state, chat_id, branch, user_id=user_id))
 
     def write_summary(
         self,
@@ -272,13 +288,21 @@ class Store:
         metadata: Mapping[str, Any] | None = None,
         tokens: int | None = None,
         job: str | None = None,
+        user_id: str | None = None,
     ) -> WrittenSummary:
         """Attach a summary to ``message_id``, the last message it covers: it applies to every
         branch through that message. Written once; a second call returns the first summary.
         ``job``: the compaction marker (``AppendResult.compaction_job``) it settles."""
         return self.run(
             summaries.write_summary(
-                self._state, chat_id, message_id, content, metadata, tokens, job=job or ""
+                self._state,
+                chat_id,
+                message_id,
+                content,
+                metadata,
+                tokens,
+                job=job or "",
+                user_id=user_id,
             )
         )
 
@@ -292,11 +316,18 @@ class Store:
         base: str = "main",
         name: str | None = None,
         activate: bool = True,
+        user_id: str | None = None,
     ) -> BranchInfo:
         """A new branch at ``at_message``, auto-named ``<base>-v<k+1>`` unless ``name`` is given."""
         return self.run(
             branches.create_branch(
-                self._state, chat_id, at_message, base=base, name=name, activate=activate
+                self._state,
+                chat_id,
+                at_message,
+                base=base,
+                name=name,
+                activate=activate,
+                user_id=user_id,
             )
         )
 
@@ -308,41 +339,58 @@ class Store:
         base: str = "main",
         name: str | None = None,
         activate: bool = True,
+        user_id: str | None = None,
     ) -> BranchInfo:
         """A new branch at a checkpoint's message (restoring it), named like ``create_branch``."""
         return self.run(
             branches.branch_from_checkpoint(
-                self._state, chat_id, checkpoint, base=base, name=name, activate=activate
+                self._state,
+                chat_id,
+                checkpoint,
+                base=base,
+                name=name,
+                activate=activate,
+                user_id=user_id,
             )
         )
 
-    def get_branch(self, chat_id: str, name: str | None = None) -> BranchInfo:
-        return self.run(branches.get_branch(self._state, chat_id, name))
+    def get_branch(
+        self, chat_id: str, name: str | None = None, *, user_id: str | None = None
+    ) -> BranchInfo:
+        return self.run(branches.get_branch(self._state, chat_id, name, user_id=user_id))
 
-    def list_branches(self, chat_id: str) -> list[BranchInfo]:
-        return self.run(branches.list_branches(self._state, chat_id))
+    def list_branches(self, chat_id: str, *, user_id: str | None = None) -> list[BranchInfo]:
+        return self.run(branches.list_branches(self._state, chat_id, user_id=user_id))
 
-    def set_active_branch(self, chat_id: str, name: str) -> BranchInfo:
-        return self.run(branches.set_active_branch(self._state, chat_id, name))
+    def set_active_branch(
+        self, chat_id: str, name: str, *, user_id: str | None = None
+    ) -> BranchInfo:
+        return self.run(branches.set_active_branch(self._state, chat_id, name, user_id=user_id))
 
     # --- checkpoints ---------------------------------------------------------------------------
 
-    def upsert_checkpoint(self, chat_id: str, name: str, message_id: str) -> CheckpointInfo:
-        return self.run(checkpoints.upsert_checkpoint(self._state, chat_id, name, message_id))
+    def upsert_checkpoint(
+        self, chat_id: str, name: str, message_id: str, *, user_id: str | None = None
+    ) -> CheckpointInfo:
+        return self.run(
+            checkpoints.upsert_checkpoint(self._state, chat_id, name, message_id, user_id=user_id)
+        )
 
-    def get_checkpoint(self, chat_id: str, name: str) -> CheckpointInfo:
-        return self.run(checkpoints.get_checkpoint(self._state, chat_id, name))
+    def get_checkpoint(
+        self, chat_id: str, name: str, *, user_id: str | None = None
+    ) -> CheckpointInfo:
+        return self.run(checkpoints.get_checkpoint(self._state, chat_id, name, user_id=user_id))
 
-    def list_checkpoints(self, chat_id: str) -> list[CheckpointInfo]:
-        return self.run(checkpoints.list_checkpoints(self._state, chat_id))
+    def list_checkpoints(self, chat_id: str, *, user_id: str | None = None) -> list[CheckpointInfo]:
+        return self.run(checkpoints.list_checkpoints(self._state, chat_id, user_id=user_id))
 
-    def delete_checkpoint(self, chat_id: str, name: str) -> bool:
-        return self.run(checkpoints.delete_checkpoint(self._state, chat_id, name))
+    def delete_checkpoint(self, chat_id: str, name: str, *, user_id: str | None = None) -> bool:
+        return self.run(checkpoints.delete_checkpoint(self._state, chat_id, name, user_id=user_id))
 
     # --- inspection ----------------------------------------------------------------------------
 
-    def get_graph(self, chat_id: str) -> ChatGraph:
-        return self.run(graph.get_graph(self._state, chat_id))
+    def get_graph(self, chat_id: str, *, user_id: str | None = None) -> ChatGraph:
+        return self.run(graph.get_graph(self._state, chat_id, user_id=user_id))
 
     # --- maintenance ---------------------------------------------------------------------------
 

@@ -115,28 +115,43 @@ def update_chat(
     meta_args = metadata_args(metadata, state)
     now = state.clock()
     script = load_script("update_chat")
+    owner = user_id if user_id is not None else state.owners.get(chat_id)
+    keys = keys_for(script, chat)
+    in_script_index = owner is not None and not state.cluster
+    if in_script_index:  # the script moves the indexes itself, only when it succeeded
+        keys = (*keys, *state.keyspace.indexes_of(owner or ""))
     call = script_call(
         script,
-        keys_for(script, chat),
+        keys,
         (
             *scope_args(user_id, incarnation),
             now,
             "0" if title is None else "1",
             title or "",
+            chat_id if in_script_index else "",
+            (owner or "") if in_script_index else "",
             *meta_args,
         ),
-        parse=lambda reply: chat_meta(chat_id, chat.key("chat"), reply),
+        parse=lambda reply: (bool(reply[0]), chat_meta(chat_id, chat.key("chat"), reply[1])),
         context=chat_context(chat_id),
     )
-    meta: ChatMeta = yield from with_touch(
+    if in_script_index:
+        indexed, meta = yield call
+        state.owners.remember(chat_id, meta.user_id)
+        if not indexed:
+            yield from touch_indexes(state, chat_id, meta.user_id, meta.updated_at)
+        done: ChatMeta = meta
+        return done
+    _indexed, updated = yield from with_touch(
         state,
         chat_id,
         call,
         now,
-        owner_of=lambda chat_meta: chat_meta.user_id,
-        updated_at_of=lambda chat_meta: chat_meta.updated_at,
+        owner_of=lambda reply: reply[1].user_id,
+        updated_at_of=lambda reply: reply[1].updated_at,
     )
-    return meta
+    result: ChatMeta = updated
+    return result
 
 
 def with_touch(
