@@ -119,7 +119,8 @@ class BranchExistsError(ConflictError):
 
 
 class PermissionDeniedError(CtxStoreError):
-    """The chat belongs to another user; nothing was read or written."""
+    """The chat belongs to another user, or a Redis ACL refused the command (a tenant reaching
+    outside its namespace); nothing was read or written."""
 
 
 class CorruptionError(CtxStoreError):

@@ -82,6 +82,8 @@ def test_compose_runs_redis_durably_with_a_healthcheck_and_the_worker() -> None:
     conf = (DEPLOY / "redis.conf").read_text()
     assert re.search(r"^appendonly yes", conf, re.MULTILINE)
     assert re.search(r"^maxmemory-policy noeviction", conf, re.MULTILINE)
+    assert "--aclfile" in redis["command"]
+    assert any("acl.conf" in volume for volume in redis["volumes"])
     worker = compose["services"]["worker"]
     assert worker["build"]["dockerfile"] == "deploy/Dockerfile"
     assert worker["command"][:2] == ["ctxstore", "worker"]

@@ -116,6 +116,8 @@ def _wait_for_ping(server: RedisProcess, timeout: float = 10.0) -> bool:
             try:
                 if client.ping():
                     return True
+            except (redis.AuthenticationError, redis.ResponseError):
+                return True  # it answers; only an anonymous client may not (an ACL file)
             except redis.ConnectionError:
                 time.sleep(0.05)
         return False

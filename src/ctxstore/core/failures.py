@@ -54,6 +54,10 @@ def translate(
     text = str(error)
     if isinstance(error, rexc.ClusterDownError) or text.startswith("CLUSTERDOWN"):
         return errors.BackendUnavailableError(f"the Redis Cluster is down: {text}", **ctx)
+    if isinstance(error, rexc.NoPermissionError) or text.startswith("NOPERM"):
+        # A Redis ACL refused it: a tenant fenced to its namespace reached outside it, or a
+        # command its user may not run.
+        return errors.PermissionDeniedError(f"the Redis user may not do this: {text}", **ctx)
     if isinstance(error, rexc.ResponseError):
         if text.startswith(_SCRIPT_ERROR_PREFIX):
             return _domain_error(text, ctx)

@@ -1,0 +1,115 @@
+"""deploy/acl.conf on a real redis-server: it loads, the default user is off, a tenant can run
+every ctxstore operation in its namespace and nothing else: not another tenant's keys, not
+FLUSHALL / KEYS / SCAN / CONFIG. An ACL refusal is a PermissionDeniedError."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import redis
+
+import ctxstore
+from tests.support import servers
+
+ACL_FILE = Path(__file__).resolve().parents[2] / "deploy" / "acl.conf"
+
+
+@pytest.fixture(scope="module")
+def acl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[servers.RedisProcess]:
+    with servers.standalone(tmp_path_factory.mktemp("acl"), "--aclfile", str(ACL_FILE)) as server:
+        yield server
+
+
+def tenant_url(server: servers.RedisProcess, user: str) -> str:
+    return f"redis://{user}:change-me-{user}@127.0.0.1:{server.port}/0"
+
+
+def test_the_file_has_no_comments_and_the_default_user_is_off(
+    acl_server: servers.RedisProcess,
+) -> None:
+    assert not any(line.startswith("#") for line in ACL_FILE.read_text().splitlines())
+    anonymous = redis.Redis(port=acl_server.port)
+    with pytest.raises(redis.AuthenticationError):
+        anonymous.ping()
+    anonymous.close()
+
+
+def test_a_tenant_runs_every_operation_in_its_namespace(acl_server: servers.RedisProcess) -> None:
+    store = ctxstore.connect(tenant_url(acl_server, "acme"), namespace="acme", estimate_tokens=len)
+    store.upsert_chat("c1", "alice", {"plan": "pro"})
+    first = store.append(
+        "c1",
+        "main",
+        [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
+        expected_head=None,
+        compaction=ctxstore.CompactionTrigger(soft_tokens=1),
+    )
+    assert first.compaction_job is not None
+    store.update_chat("c1", title="Plans")
+    store.add_usage("c1", {"input_tokens": 3, "output_tokens": 2})
+    branch = store.create_branch("c1", first.message_ids[0], activate=False)
+    store.upsert_checkpoint("c1", "cp", first.message_ids[0])
+    store.branch_from_checkpoint("c1", "cp", activate=False)
+    store.write_summary("c1", first.message_ids[0], "they said hi")
+    assert store.load_branch("c1", after_summary=True).summary is not None
+    assert store.load_branch("c1", max_tokens=100).messages
+    assert store.branch_size("c1").messages == 2
+    assert len(store.list_branches("c1")) == 3
+    assert store.get_branch("c1", branch.name).name == branch.name
+    assert [c.id for c in store.list_chats()] == ["c1"]
+    assert store.get_graph("c1").messages
+    assert store.verify_chat("c1", repair=True).ok
+    engine = ctxstore.ContextEngine(store=store, chat_id="c2", user_id="alice")
+    engine.set(ctxstore.user("a question"))
+    engine.save()
+    assert engine.resolve().messages
+    assert store.delete_chat("c1")
+    store.close()
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        ["FLUSHALL"],
+        ["FLUSHDB"],
+        ["SWAPDB", "0", "1"],
+        ["KEYS", "*"],
+        ["SCAN", "0"],
+        ["RANDOMKEY"],
+        ["CONFIG", "GET", "*"],
+        ["GET", "ctx:globex:{x}:chat"],
+    ],
+)
+def test_a_tenant_cannot_flush_list_or_read_others(
+    acl_server: servers.RedisProcess, command: list[str]
+) -> None:
+    client = redis.Redis(port=acl_server.port, username="acme", password="change-me-acme")
+    with pytest.raises(redis.exceptions.NoPermissionError):
+        client.execute_command(*command)
+    client.close()
+
+
+def test_another_tenants_namespace_is_a_permission_error(
+    acl_server: servers.RedisProcess,
+) -> None:
+    globex = ctxstore.connect(tenant_url(acl_server, "globex"), namespace="globex")
+    globex.upsert_chat("secret", "bob")
+    intruder = ctxstore.connect(tenant_url(acl_server, "acme"), namespace="globex")
+    calls: list[Any] = [
+        lambda: intruder.get_chat("secret"),
+        lambda: intruder.load_branch("secret"),
+        lambda: intruder.append(
+            "secret", "main", [{"role": "user", "content": "x"}], expected_head=None
+        ),
+        lambda: intruder.delete_chat("secret"),
+        intruder.list_chats,
+    ]
+    for call in calls:
+        with pytest.raises(ctxstore.PermissionDeniedError):
+            call()
+    assert globex.get_chat("secret").user_id == "bob"
+    globex.close()
+    intruder.close()
