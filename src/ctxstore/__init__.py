@@ -276,6 +276,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, imported
         Limits,
     )
     from ctxstore.core.verify import VerifyReport
+    from ctxstore.manager import ContextManager, ContextState, is_context_summary
     from ctxstore.models import (
         BranchInfo,
         ChatGraph,
@@ -295,3 +296,4 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, imported
         Store,
         connect,
     )
+    from ctxstore.tokens import count_tokens, tokenizer_for

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Generator
 from dataclasses import dataclass, field
 from typing import Any, TypedDict, TypeVar
 
@@ -25,10 +25,10 @@ from ctxstore.core import messages as message_ops
 from ctxstore.core.protocol import Operation
 from ctxstore.core.state import StoreState
 from ctxstore.core.summaries import summary_message, write_summary
-from ctxstore.core.token_entries import TOOL_RESULT_ROLES
 from ctxstore.errors import ConfigurationError, ValidationError
 from ctxstore.results import BranchChain, StoredSummary
 from ctxstore.tokens import MessageCounter
+from ctxstore.tool_groups import safe_cut_point as cut_point
 
 
 class _Scope(TypedDict):
@@ -100,15 +100,6 @@ class CompactionResult:
 
 
 Step = RunOperation | SummarizeRequest
-
-
-def cut_point(payloads: Sequence[Mapping[str, Any]], keep: int) -> int:
-    """How many of ``payloads`` (oldest first) to summarize so that at least the newest
-    ``keep`` stay and the first one kept is not a tool result (its call stays with it)."""
-    cut = max(0, len(payloads) - keep)
-    while 0 < cut < len(payloads) and payloads[cut].get("role") in TOOL_RESULT_ROLES:
-        cut -= 1
-    return cut
 
 
 def compaction(

@@ -79,16 +79,15 @@ def _server_options(options: dict[str, Any], *, asynchronous: bool) -> dict[str,
     """Defaults for servers: bytes replies, short timeouts, a short and safe retry budget.
 
     A frozen or unreachable server fails a call fast: 2 s to connect, 5 s for a reply (every
-    script is bounded to a few milliseconds of Redis time, so 5 s only ever means trouble).
-    Both are redis-py options (``socket_connect_timeout``, ``socket_timeout``) a caller overrides.
+    script is bounded to a few milliseconds of Redis time, so 5 s only means trouble). Both are
+    redis-py options (``socket_connect_timeout``, ``socket_timeout``) a caller overrides.
 
-        redis-py's own default retries ten times, on timeouts too. A command that timed out may
-        have run: resending ``add_usage`` or ``create_branch`` would apply it twice. So only
-        connection errors are retried (three quick attempts ride out a failover blip and fail fast
-        otherwise). A connection that breaks after the server ran a command is retried too, so the
-writes recognize their own replay: ``append``, ``add_usage`` and ``create_branch`` /
-``branch_from_checkpoint`` by a request id checked inside the script, chat creation by the
-incarnation the call itself proposed.
+    redis-py's own default retries ten times, on timeouts too. A command that timed out may
+    have run, so only connection errors are retried (three quick attempts ride out a failover
+    blip and fail fast otherwise). A connection that breaks after the server ran a command is
+    retried, so the writes recognize their own replay: ``append``, ``add_usage`` and
+    ``create_branch`` / ``branch_from_checkpoint`` by a request id checked inside the script,
+    chat creation by the incarnation the call itself proposed.
     """
     if options.get("decode_responses"):
         raise ConfigurationError("ctxstore needs decode_responses=False (records are msgpack)")

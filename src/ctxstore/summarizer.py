@@ -6,11 +6,17 @@ input window, one call summarizes them. When they do not, the transcript is cut 
 each fit, each chunk is summarized, and the partial summaries are merged the same way
 (recursively, if even they do not fit together). A summarizer therefore never sends more than
 its model takes: the failure peers hit when the history to compact is itself longer than the
-model that compacts it.
+model that compacts it. Sizes are whole requests (the per-message overhead and the reply
+priming included), counted with the summary model's tokenizer.
 
 The plan (:func:`summary_plan`) is one generator of model requests, driven by
 :meth:`LiteLLMSummarizer.summarize` (sync, ``litellm.completion``) and
-:meth:`LiteLLMSummarizer.asummarize` (async, ``litellm.acompletion``).
+:meth:`LiteLLMSummarizer.asummarize` (async, ``litellm.acompletion``): the chunking and merging
+exist once.
+
+What a context summary *is* also lives here (:data:`CONTEXT_SUMMARY`,
+:func:`is_context_summary`): the summarizer labels an earlier summary in its transcript, the
+``ContextManager`` writes and recognizes them, and neither needs the store to do so.
 """
 
 from __future__ import annotations
@@ -24,7 +30,26 @@ from ctxstore.core.preview import message_text
 from ctxstore.errors import ConfigurationError, CtxStoreError
 from ctxstore.llm import import_litellm, reply_text
 from ctxstore.model_info import model_info
-from ctxstore.tokens import count_tokens
+from ctxstore.tokens import TokenCounter, count_tokens
+
+__all__ = [
+    "CONTEXT_SUMMARY",
+    "DEFAULT_SUMMARY_PROMPT",
+    "DEFAULT_SUMMARY_TOKENS",
+    "MERGE_PROMPT",
+    "LiteLLMSummarizer",
+    "ModelRequest",
+    "SummarizerError",
+    "input_window",
+    "is_context_summary",
+    "litellm_summarizer",
+    "request_messages",
+    "summary_plan",
+    "transcript_lines",
+]
+
+#: ``metadata["type"]`` of a context summary, in the store and in plain message lists.
+CONTEXT_SUMMARY = "context-summary"
 
 DEFAULT_SUMMARY_PROMPT = (
     "You compress the earlier part of a conversation between a user and an AI assistant so the "
@@ -43,10 +68,41 @@ MERGE_PROMPT = (
 )
 #: Tokens kept free for the summary itself (the reply) unless the caller says otherwise.
 DEFAULT_SUMMARY_TOKENS = 1024
+#: A token is assumed to span at most this many characters when a long text is cut to size (a
+#: bound on the search, not on correctness: every piece is counted).
+_MAX_CHARACTERS_PER_TOKEN = 16
 
 
 class SummarizerError(CtxStoreError):
-    """The summary model returned no text."""
+    """The summary model returned no text, or its summaries cannot be merged within its window."""
+
+
+def is_context_summary(message: object) -> bool:
+    """Whether ``message`` is a context summary (a message whose ``metadata`` says
+    ``{"type": "context-summary", ...}``)."""
+    if not isinstance(message, Mapping):
+        return False
+    metadata = message.get("metadata")
+    return isinstance(metadata, Mapping) and metadata.get("type") == CONTEXT_SUMMARY
+
+
+def input_window(model: str) -> int | None:
+    """``model``'s input window: from litellm's bundled map read as a file (milliseconds), else
+    from ``litellm.get_model_info`` (imported only then: it knows more aliases and provider
+    prefixes); None when neither knows it."""
+    info = model_info(model)
+    if info is not None and info.max_input_tokens is not None:
+        return info.max_input_tokens
+    try:
+        found = import_litellm().get_model_info(model)
+    except ConfigurationError:
+        return None  # litellm is not installed
+    except Exception:  # litellm raises a bare Exception for a model it does not know
+        return None
+    window = found.get("max_input_tokens") if isinstance(found, Mapping) else None
+    if isinstance(window, bool) or not isinstance(window, int) or window < 1:
+        return None
+    return window
 
 
 @dataclass(frozen=True)
@@ -57,13 +113,15 @@ class ModelRequest:
 
 
 def transcript_lines(messages: Sequence[Mapping[str, Any]]) -> list[str]:
-    """The messages as transcript lines ``role: text``, tool calls and results included."""
+    """The messages as transcript lines ``role: text``, tool calls and results included (an
+    earlier summary is labelled as one, so the model folds it in rather than quoting it)."""
     lines = []
     for message in messages:
         role = str(message.get("role", "unknown"))
-        metadata = message.get("metadata")
-        if isinstance(metadata, Mapping) and metadata.get("type") == "context-summary":
+        if is_context_summary(message):
             role = "earlier summary"
+        elif role in ("tool", "function") and isinstance(message.get("name"), str):
+            role = f"{role} {message['name']}"
         text = message_text(message)
         calls = message.get("tool_calls")
         if isinstance(calls, list):
@@ -77,58 +135,112 @@ def transcript_lines(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     return lines
 
 
+def request_messages(prompt: str, transcript: str) -> list[dict[str, str]]:
+    """The messages of one summary request: the instructions, then the text to summarize."""
+    return [{"role": "system", "content": prompt}, {"role": "user", "content": transcript}]
+
+
 def summary_plan(
     messages: Sequence[Mapping[str, Any]],
     *,
     prompt: str,
     input_budget: int,
-    count: Callable[[str], int],
+    count: TokenCounter,
 ) -> Generator[ModelRequest, str, str]:
     """Requests that summarize ``messages`` with no request over ``input_budget`` tokens (the
-    prompt included); receives each reply, returns the summary."""
-    if count(prompt) >= input_budget // 2:
-        raise ConfigurationError("the summary prompt takes half the summary model's input window")
+    whole request: prompt, transcript, per-message overhead, reply priming; ``count`` counts a
+    text); receives each reply, returns the summary."""
+
+    def size(request_prompt: str, transcript: str) -> int:
+        return count_tokens(request_messages(request_prompt, transcript), estimate_tokens=count)
+
+    if size(prompt, "") > input_budget // 2 or size(MERGE_PROMPT, "") > input_budget // 2:
+        raise ConfigurationError(
+            "the summary prompt takes more than half of the summary model's input window"
+        )
     texts = transcript_lines(messages)
-    current_prompt = prompt
+    current_prompt, merging = prompt, False
     while True:
-        chunks = _chunks(texts, input_budget - count(current_prompt), count)
+
+        def fits(transcript: str, request_prompt: str = current_prompt) -> bool:
+            return size(request_prompt, transcript) <= input_budget
+
+        room = input_budget - size(current_prompt, "")
+        chunks = _chunks(texts, room, count, fits)
+        if merging and len(chunks) >= len(texts):
+            raise SummarizerError(
+                f"{len(texts)} partial summaries do not fit together in the summary model's "
+                "window: raise the window or lower the summary's token allowance"
+            )
         partials = []
         for chunk in chunks:
-            reply = yield ModelRequest(
-                [
-                    {"role": "system", "content": current_prompt},
-                    {"role": "user", "content": "\n".join(chunk)},
-                ]
-            )
+            reply = yield ModelRequest(request_messages(current_prompt, chunk))
             if not isinstance(reply, str) or not reply.strip():
                 raise SummarizerError("the summary model returned no text")
             partials.append(reply.strip())
         if len(partials) == 1:
             return partials[0]
-        texts, current_prompt = partials, MERGE_PROMPT
+        texts, current_prompt, merging = partials, MERGE_PROMPT, True
 
 
-def _chunks(lines: Sequence[str], budget: int, count: Callable[[str], int]) -> list[list[str]]:
-    """Consecutive lines in groups of at most ``budget`` tokens; a longer line is cut."""
-    chunks: list[list[str]] = [[]]
+def _chunks(
+    lines: Sequence[str], room: int, count: TokenCounter, fits: Callable[[str], bool]
+) -> list[str]:
+    """Consecutive lines joined into transcripts that each fit (``fits`` has the last word); a
+    line longer than ``room`` is cut into pieces, none of its text dropped."""
+    pieces = [piece for line in lines for piece in _split_text(line, room, count)]
+    groups: list[list[str]] = [[]]
     used = 0
-    for whole in lines:
-        line, tokens = whole, count(whole) + 1
-        while tokens > budget and len(line) > 1:  # one message longer than a whole request
-            line = line[: len(line) // 2]
-            tokens = count(line) + 1
-        if used + tokens > budget and chunks[-1]:
-            chunks.append([])
+    for piece in pieces:
+        tokens = count(piece) + 1  # the newline that joins it
+        if used + tokens > room and groups[-1]:
+            groups.append([])
             used = 0
-        chunks[-1].append(line)
+        groups[-1].append(piece)
         used += tokens
-    return chunks
+    return [text for group in groups for text in _fitting(group, fits)]
+
+
+def _fitting(group: list[str], fits: Callable[[str], bool]) -> list[str]:
+    """``group`` joined, or halved until each half fits (a joint can tokenize differently from
+    its parts; a single piece always fits, it was cut to size)."""
+    joined = "\n".join(group)
+    if len(group) == 1 or fits(joined):
+        return [joined]
+    half = len(group) // 2
+    return _fitting(group[:half], fits) + _fitting(group[half:], fits)
+
+
+def _split_text(text: str, room: int, count: TokenCounter) -> list[str]:
+    """``text`` in consecutive pieces of at most ``room`` tokens, cut at a space when one is
+    near the limit."""
+    pieces: list[str] = []
+    rest = text
+    while count(rest) > room:
+        low, high = 0, min(len(rest), room * _MAX_CHARACTERS_PER_TOKEN)
+        while low < high:  # the longest prefix that fits
+            middle = (low + high + 1) // 2
+            if count(rest[:middle]) <= room:
+                low = middle
+            else:
+                high = middle - 1
+        if low == 0:
+            raise SummarizerError("the summary model's window cannot hold one character")
+        space = rest.rfind(" ", low // 2, low)
+        if space > 0 and count(rest[: space + 1]) <= room:
+            low = space + 1
+        pieces.append(rest[:low])
+        rest = rest[low:]
+    pieces.append(rest)
+    return pieces
 
 
 class LiteLLMSummarizer:
     """Summaries by any litellm model. ``max_input_tokens`` defaults to the model's window in
-    litellm's bundled map; ``completion`` / ``acompletion`` replace litellm's (tests), and
-    ``options`` go to every call (``api_key``, ``temperature``, litellm's ``mock_response``)."""
+    litellm's bundled map; ``summary_tokens`` is the reply's allowance (sent as ``max_tokens``
+    and kept free in the window); ``estimate_tokens`` replaces the model's tokenizer;
+    ``completion`` / ``acompletion`` replace litellm's (tests), and ``options`` go to every call
+    (``api_key``, ``temperature``, litellm's ``mock_response``)."""
 
     def __init__(
         self,
@@ -137,36 +249,53 @@ class LiteLLMSummarizer:
         prompt: str | None = None,
         max_input_tokens: int | None = None,
         summary_tokens: int = DEFAULT_SUMMARY_TOKENS,
+        estimate_tokens: TokenCounter | None = None,
         completion: Callable[..., Any] | None = None,
         acompletion: Callable[..., Awaitable[Any]] | None = None,
         **options: Any,
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ConfigurationError(f"summary_model must be a litellm model name, got {model!r}")
+        if prompt is not None and (not isinstance(prompt, str) or not prompt.strip()):
+            raise ConfigurationError(f"summary_prompt must be a non-empty text, got {prompt!r}")
         if max_input_tokens is None:
-            info = model_info(model)
-            max_input_tokens = info.max_input_tokens if info is not None else None
+            max_input_tokens = input_window(model)
         if max_input_tokens is None:
             raise ConfigurationError(
                 f"the input window of summary model {model!r} is unknown to litellm's model map: "
-                "pass max_input_tokens"
+                "pass its window (summary_max_tokens= on a ContextManager)"
             )
-        if summary_tokens < 1 or max_input_tokens <= summary_tokens:
-            raise ConfigurationError("summary_tokens must be positive and below the window")
+        for name, value in (
+            ("max_input_tokens", max_input_tokens),
+            ("summary_tokens", summary_tokens),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
+        if max_input_tokens <= summary_tokens:
+            raise ConfigurationError(
+                f"summary_tokens ({summary_tokens}) must be below the summary model's window "
+                f"({max_input_tokens})"
+            )
+        for name, function in (("completion", completion), ("acompletion", acompletion)):
+            if function is not None and not callable(function):
+                raise ConfigurationError(f"{name} must be a function, got {function!r}")
         self.model = model
         self.prompt = prompt or DEFAULT_SUMMARY_PROMPT
+        self.max_input_tokens = max_input_tokens
         self.input_budget = max_input_tokens - summary_tokens
         self.summary_tokens = summary_tokens
+        self.estimate_tokens = estimate_tokens
         self._completion = completion
         self._acompletion = acompletion
         self.options = options
 
-    def _plan(self, messages: Sequence[Mapping[str, Any]]) -> Generator[ModelRequest, str, str]:
+    def plan(self, messages: Sequence[Mapping[str, Any]]) -> Generator[ModelRequest, str, str]:
+        """The requests that summarize ``messages`` (see :func:`summary_plan`)."""
         return summary_plan(
             messages,
             prompt=self.prompt,
             input_budget=self.input_budget,
-            count=lambda text: count_tokens(text, self.model),
+            count=lambda text: count_tokens(text, self.model, estimate_tokens=self.estimate_tokens),
         )
 
     def _kwargs(self, request: ModelRequest) -> dict[str, Any]:
@@ -180,7 +309,7 @@ class LiteLLMSummarizer:
     def summarize(self, messages: Sequence[Mapping[str, Any]]) -> str:
         """The summary of ``messages``, through ``litellm.completion``."""
         call = self._completion or import_litellm().completion
-        plan = self._plan(messages)
+        plan = self.plan(messages)
         request = next(plan)
         while True:
             try:
@@ -191,7 +320,7 @@ class LiteLLMSummarizer:
     async def asummarize(self, messages: Sequence[Mapping[str, Any]]) -> str:
         """The summary of ``messages``, through ``litellm.acompletion``."""
         call = self._acompletion or import_litellm().acompletion
-        plan = self._plan(messages)
+        plan = self.plan(messages)
         request = next(plan)
         while True:
             try:

@@ -63,8 +63,8 @@ def normalize_usage(usage: Mapping[str, Any] | object) -> dict[str, int]:
                 break
     if not counters:
         raise ValidationError(
-            "usage holds no token counts (expected input_tokens/output_tokens or "
-            "prompt_tokens/completion_tokens)"
+            "usage holds no token counts (expected input_tokens/output_tokens, "
+            "prompt_tokens/completion_tokens or inputTokens/outputTokens)"
         )
     if "total_tokens" not in counters and (
         "input_tokens" in counters or "output_tokens" in counters

@@ -28,7 +28,7 @@ from ctxstore.core.scripts import load_script
         (rexc.RedisClusterException("no nodes"), ctxstore.BackendUnavailableError),
         (ConnectionResetError("reset"), ctxstore.BackendUnavailableError),
         (rexc.MovedError("3999 127.0.0.1:7001"), ctxstore.ConfigurationError),
-        (rexc.NoPermissionError("NOPERM no access"), ctxstore.BackendError),
+        (rexc.NoPermissionError("NOPERM no access"), ctxstore.PermissionDeniedError),
         (rexc.ResponseError("ERR something else"), ctxstore.BackendError),
     ],
 )

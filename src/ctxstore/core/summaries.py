@@ -24,9 +24,8 @@ from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
 from ctxstore.errors import CorruptionError, ValidationError
 from ctxstore.results import StoredSummary
+from ctxstore.summarizer import CONTEXT_SUMMARY
 
-#: ``metadata["type"]`` of a context summary, in the store and in plain message lists.
-CONTEXT_SUMMARY = "context-summary"
 SUMMARY_TOKEN_BYTES = 5
 MAX_SUMMARY_TOKENS = (1 << 40) - 1
 

@@ -16,11 +16,10 @@ from typing import Any
 
 from ctxstore.errors import ValidationError
 from ctxstore.tokens import MessageCounter
+from ctxstore.tool_groups import TOOL_RESULT_ROLES
 
 TOK_WIDTH = 6
 TOOL_RESULT = 1
-#: Roles whose messages answer a tool call.
-TOOL_RESULT_ROLES = frozenset({"tool", "function"})
 #: The most tokens one message may claim (a window is far smaller; this only bounds bad input).
 MAX_MESSAGE_TOKENS = (1 << 32) - 1
 #: The most tokens a chain may hold (40 bits).
