@@ -10,7 +10,6 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore import NewMessage
 
 Call = Callable[[Any, str], Any]
 
@@ -41,18 +40,9 @@ CALLS: dict[str, Call] = {
 
 
 @pytest.fixture
-def owned(store: Any) -> Any:
-    store.upsert_chat("c1", "alice")
-    store.append(
-        "c1",
-        "main",
-        [
-            NewMessage({"role": "user", "content": "a"}, id="m1"),
-            NewMessage({"role": "assistant", "content": "b"}, id="m2"),
-        ],
-        expected_head=None,
-    )
-    store.upsert_checkpoint("c1", "cp", "m1")
+def owned(store: Any, chat: str) -> Any:
+    """The ``chat`` fixture's chat (alice's c1: m1 <- m2) with a checkpoint at m1."""
+    store.upsert_checkpoint(chat, "cp", "m1")
     return store
 
 
