@@ -1,4 +1,4 @@
-"""How a context summary appears in a system prompt, in one place.
+"""What a context summary is marked as, and how it appears in a system prompt, in one place.
 
 The engine's ``resolve()`` and ``ContextManager.prepare_messages`` both move a summary out of
 the message list and into the system prompt (a provider never sees a marker message), and both
@@ -6,6 +6,9 @@ use :func:`summary_section`, so a prompt looks the same whichever path built it.
 """
 
 from __future__ import annotations
+
+#: ``metadata["type"]`` of a context summary, in the store and in plain message lists.
+CONTEXT_SUMMARY = "context-summary"
 
 SUMMARY_OPEN = "<context_summary>"
 SUMMARY_CLOSE = "</context_summary>"

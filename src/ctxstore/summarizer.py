@@ -14,9 +14,9 @@ The plan (:func:`summary_plan`) is one generator of model requests, driven by
 :meth:`LiteLLMSummarizer.asummarize` (async, ``litellm.acompletion``): the chunking and merging
 exist once.
 
-What a context summary *is* also lives here (:data:`CONTEXT_SUMMARY`,
-:func:`is_context_summary`): the summarizer labels an earlier summary in its transcript, the
-``ContextManager`` writes and recognizes them, and neither needs the store to do so.
+:func:`is_context_summary` lives here (the marker itself, :data:`CONTEXT_SUMMARY`, is in
+:mod:`ctxstore.prompting`, which the store loads too): the summarizer labels an earlier summary
+in its transcript, the ``ContextManager`` writes and recognizes them, neither needs the store.
 """
 
 from __future__ import annotations
@@ -30,6 +30,7 @@ from ctxstore.core.preview import message_text
 from ctxstore.errors import ConfigurationError, CtxStoreError
 from ctxstore.llm import import_litellm, reply_text
 from ctxstore.model_info import model_info
+from ctxstore.prompting import CONTEXT_SUMMARY
 from ctxstore.tokens import TokenCounter, count_tokens
 
 __all__ = [
@@ -48,8 +49,6 @@ __all__ = [
     "transcript_lines",
 ]
 
-#: ``metadata["type"]`` of a context summary, in the store and in plain message lists.
-CONTEXT_SUMMARY = "context-summary"
 
 DEFAULT_SUMMARY_PROMPT = (
     "You compress the earlier part of a conversation between a user and an AI assistant so the "

@@ -23,8 +23,8 @@ from ctxstore.core.protocol import Operation, script_call
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
 from ctxstore.errors import CorruptionError, ValidationError
+from ctxstore.prompting import CONTEXT_SUMMARY
 from ctxstore.results import StoredSummary
-from ctxstore.summarizer import CONTEXT_SUMMARY
 
 SUMMARY_TOKEN_BYTES = 5
 MAX_SUMMARY_TOKENS = (1 << 40) - 1
