@@ -35,6 +35,10 @@
 --     ctxstore.core.failures. fail() raises them; run() turns the raise into the reply. Scripts
 --     validate everything before their first write: a Lua error after a write does not roll back.
 --   * Position -1 and id "" stand for "no message" (the parent of a root, an empty branch head).
+--   * Every chat script's `inc` argument is the incarnation the caller knows ("" for any),
+--     optionally followed by "#<fence>": a write made inside a turn carries the turn's fencing
+--     token, and is refused (CONFLICT lease_lost) unless that token is still the chat's newest
+--     (see turn_lease.lua).
 --   * Every loop is bounded by the size of something already read or by an ARGV limit.
 
 local FORMAT = '2'
@@ -57,10 +61,32 @@ local function run(main)
   error(result, 0)
 end
 
+-- Refuses a write of a turn whose fencing token is no longer the chat's newest: another turn
+-- took the chat since (the `turn` field is "<fence>\t<holder token>\t<expires>"). A lease that
+-- expired but that nobody took since still writes: its token is still the newest.
+local function check_fence(chat_key, fence)
+  if fence == '' then
+    return
+  end
+  local current = string.match(redis.call('HGET', chat_key, 'turn') or '', '^(%d+)\t')
+  if current ~= fence then
+    fail('CONFLICT', {reason = 'lease_lost', fence = fence, current = current or ''})
+  end
+end
+
 -- The chat's fields named in `names` (after owner, format and incarnation), once its identity is
 -- checked: it exists, has this layout, is the incarnation the caller knew (expected_inc, "" for
--- any) and belongs to the caller (user, "" for anyone). Returns owner, incarnation, the rest.
-local function open_chat(chat_key, user, expected_inc, names)
+-- any, optionally followed by "#<fence>") and belongs to the caller (user, "" for anyone), and a
+-- turn's fencing token is still the newest. Returns owner, incarnation, the rest. With
+-- `fence_later`, the token is not checked but returned fourth: a script that recognizes a resent
+-- call checks it after that (the first call may have been fenced in time, its resend not).
+local function open_chat(chat_key, user, expected_inc, names, fence_later)
+  local fence = ''
+  local mark = string.find(expected_inc, '#', 1, true)
+  if mark then
+    fence = string.sub(expected_inc, mark + 1)
+    expected_inc = string.sub(expected_inc, 1, mark - 1)
+  end
   local fields = redis.call('HMGET', chat_key, 'user_id', 'fmt', 'inc', unpack(names or {}))
   local owner, fmt, inc = fields[1], fields[2], fields[3]
   if not owner then
@@ -82,6 +108,10 @@ local function open_chat(chat_key, user, expected_inc, names)
   if user ~= '' and owner ~= user then
     fail('FORBIDDEN', {what = 'chat'})
   end
+  if fence_later then
+    return owner, inc, {unpack(fields, 4)}, fence
+  end
+  check_fence(chat_key, fence)
   return owner, inc, {unpack(fields, 4)}
 end
 

@@ -3,7 +3,7 @@
 -- KEYS[2] req       request id -> reply summary (this generation)
 -- KEYS[3] req_old   request id -> reply summary (the previous generation)
 -- ARGV[1] user      the caller, "" for anyone
--- ARGV[2] inc       the incarnation the caller knows, "" for any
+-- ARGV[2] inc       the incarnation the caller knows, "" for any ("#<fence>" inside a turn)
 -- ARGV[3] request   the call's request id: a resent call (its reply lost) adds nothing again
 -- ARGV[4] now       epoch milliseconds
 -- ARGV[5..] field, increment pairs ("u:<counter>" -> non-negative integer)
@@ -18,7 +18,7 @@ local MAX_COUNT = 9007199254740992  -- 2^53: Lua numbers are exact up to here
 local FIRST_COUNTER_ARG = 5
 
 return run(function()
-  local _, _, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since'})
+  local _, _, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since'}, true)
   if recall_request(KEYS[2], KEYS[3], ARGV[3]) then
     local reply = {}
     for i = FIRST_COUNTER_ARG, #ARGV, 2 do
@@ -27,6 +27,7 @@ return run(function()
     end
     return reply
   end
+  check_fence(KEYS[1], fence)
   for i = FIRST_COUNTER_ARG, #ARGV, 2 do
     local stored = redis.call('HGET', KEYS[1], ARGV[i])
     local current = 0

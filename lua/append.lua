@@ -14,7 +14,8 @@
 -- ARGV[1] call       the call's fields, tab-separated (one argument: each argument costs the
 --                    client and Redis time on the hottest path):
 --                    user (the caller, "" for anyone: another owner's chat is refused),
---                    inc (the incarnation the caller knows, "" for any), branch (to write to),
+--                    inc (the incarnation the caller knows, "" for any; "#<fence>" after it
+--                    inside a turn: see the prelude), branch (to write to),
 --                    expected (the head id the caller last saw, "" for an empty branch),
 --                    on_conflict (raise | rebase | fork: when the head is not `expected`),
 --                    on_existing (raise | fork: for a message id the chat already holds),
@@ -47,7 +48,8 @@
 -- marker "<summary position>\t<now>", unless one is set and younger than job_ttl: one pending
 -- job per chat, decided atomically here. write_summary clears it.
 -- Errors: NOT_FOUND (chat, branch, the expected head when forking), CONFLICT (head moved and
---         on_conflict=raise; message id exists and on_existing=raise), INVALID (duplicate or
+--         on_conflict=raise; message id exists and on_existing=raise; lease_lost: the turn's
+--         fencing token is stale), INVALID (duplicate or
 --         reserved ids), FORBIDDEN, REPLACED.
 --
 -- on_conflict: raise reports the current head; rebase chains onto the current head; fork writes
@@ -113,8 +115,9 @@ return run(function()
   local count = #ARGV - FIRST_RECORD_ARG + 1
   local any_chosen = string.find(ARGV[2], '[^\t]') ~= nil
 
-  local owner, inc, fields = open_chat(chat, user, known_inc,
-                                       {'updated_at', 'message_count', 'req_since', 'cjob'})
+  local owner, inc, fields, fence = open_chat(chat, user, known_inc,
+                                              {'updated_at', 'message_count', 'req_since', 'cjob'},
+                                              true)
   local record = read_branch(branch, target)
   local record_name = target
   -- A resend of a call that succeeded finds the head moved on (its own messages), or wrote
@@ -137,6 +140,7 @@ return run(function()
               -1}
     end
   end
+  check_fence(chat, fence)
   local message_count = number_field(chat, 'message_count', fields[2])
   local length = redis.call('LLEN', log)
   if #ARGV[3] ~= count * TOK_WIDTH then

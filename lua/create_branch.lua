@@ -10,6 +10,7 @@
 -- KEYS[8] req_old     request id -> reply summary (the previous generation)
 -- ARGV[1] user        the caller, "" for anyone
 -- ARGV[2] inc         the incarnation the caller knows, "" for any
+--                     ("#<fence>" inside a turn)
 -- ARGV[3] at          the start: a message id, a checkpoint name, or "" for an empty branch
 -- ARGV[4] base        base for auto-naming (<base>-v<k+1>)
 -- ARGV[5] name        explicit name, or "" to auto-name from ARGV[4]
@@ -25,12 +26,13 @@
 -- restoring a checkpoint reads it in the same script, so it cannot move in between.
 
 return run(function()
-  local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since'})
+  local _, inc, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since'}, true)
   local prior = recall_request(KEYS[7], KEYS[8], ARGV[9])
   if prior then
     return {prior, redis.call('HGET', KEYS[5], prior) or '', redis.call('HGET', KEYS[1],
             'active_branch'), inc}
   end
+  check_fence(KEYS[1], fence)
   local pos, id = -1, ''
   if ARGV[8] == 'checkpoint' then
     local raw = redis.call('HGET', KEYS[6], ARGV[3])

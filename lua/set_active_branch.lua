@@ -2,7 +2,7 @@
 -- KEYS[1] chat      chat hash
 -- KEYS[2] branch    branch name -> branch record
 -- ARGV[1] user      the caller, "" for anyone
--- ARGV[2] inc       the incarnation the caller knows, "" for any
+-- ARGV[2] inc       the incarnation the caller knows, "" for any ("#<fence>" inside a turn)
 -- ARGV[3] name      the branch
 -- Reply: {name, branch record, active branch, incarnation}
 -- Errors: NOT_FOUND (chat, branch), FORBIDDEN, REPLACED.

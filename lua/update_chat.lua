@@ -4,6 +4,7 @@
 -- KEYS[3] user_chats  optional: the owner's chat index (with KEYS[2])
 -- ARGV[1] user        the caller, "" for anyone
 -- ARGV[2] inc         the incarnation the caller knows, "" for any
+--                     ("#<fence>" inside a turn)
 -- ARGV[3] now         epoch milliseconds
 -- ARGV[4] set_title   "1" to replace the title with ARGV[5], "0" to keep it
 -- ARGV[5] title       the new title

@@ -3,19 +3,29 @@
 -- KEYS[2] log          message records (its length bounds positions)
 -- KEYS[3] alias        chosen message id -> position
 -- KEYS[4] checkpoint   checkpoint name -> checkpoint record
+-- KEYS[5] req          request id -> reply summary (this generation)
+-- KEYS[6] req_old      request id -> reply summary (the previous generation)
 -- ARGV[1] user         the caller, "" for anyone
--- ARGV[2] inc          the incarnation the caller knows, "" for any
+-- ARGV[2] inc          the incarnation the caller knows, "" for any ("#<fence>" inside a turn)
 -- ARGV[3] name         the checkpoint name
 -- ARGV[4] message_id   the message it names
 -- ARGV[5] now          epoch milliseconds
+-- ARGV[6] request      the call's request id: a resent call (its reply lost) answers with the
+--                      record the first one wrote instead of moving the checkpoint again
 -- Reply: checkpoint record
 -- Errors: NOT_FOUND (chat, message), FORBIDDEN, REPLACED.
 
 return run(function()
-  local _, inc = open_chat(KEYS[1], ARGV[1], ARGV[2])
+  local _, inc, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since'}, true)
+  local prior = recall_request(KEYS[5], KEYS[6], ARGV[6])
+  if prior then
+    return prior
+  end
+  check_fence(KEYS[1], fence)
   local pos = require_position(KEYS[3], KEYS[2], inc, ARGV[4])
   local seq = redis.call('HINCRBY', KEYS[1], 'checkpoint_seq', 1)
   local raw = pos .. '\t' .. ARGV[4] .. '\t' .. ARGV[5] .. '\t' .. seq
   redis.call('HSET', KEYS[4], ARGV[3], raw)
+  remember_request(KEYS[1], KEYS[5], KEYS[6], ARGV[6], raw, fields[1], tonumber(ARGV[5]))
   return raw
 end)

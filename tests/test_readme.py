@@ -37,12 +37,18 @@ def test_readme_example_runs(
     import litellm
 
     original = litellm.completion
+    original_async = litellm.acompletion
 
     def offline(*args: Any, **kwargs: Any) -> Any:
         kwargs.setdefault("mock_response", "A short answer.")
         return original(*args, **kwargs)
 
+    async def offline_async(*args: Any, **kwargs: Any) -> Any:
+        kwargs.setdefault("mock_response", "A short answer.")
+        return await original_async(*args, **kwargs)
+
     monkeypatch.setattr(litellm, "completion", offline)
+    monkeypatch.setattr(litellm, "acompletion", offline_async)
     monkeypatch.delenv("CTXSTORE_URL", raising=False)
     code = python_blocks()[index].replace("redis://localhost:6379", redis_server.url)
     code = code.replace('namespace="acme"', f'namespace="{namespace}"')

@@ -7,25 +7,31 @@ previous summary, and attach the new summary to the last message it covers. Noth
 or rewritten: messages appended meanwhile come after that message, untouched, and a branch forked
 before it never sees the summary.
 
-The step is written once, as a generator (:func:`compaction`) that yields store operations and
-:class:`SummarizeRequest` values; :func:`run_compaction` and :func:`arun_compaction` drive it with
-a sync store and summarizer or an async one.
+The step is written once, as a plan (:mod:`ctxstore.plans`: a generator that yields store
+operations and :class:`~ctxstore.plans.SummarizeRequest` values); :func:`run_compaction` and
+:func:`arun_compaction` (the plan drivers) run it with a sync store and summarizer or an async one.
 """
 
 from __future__ import annotations
 
-import asyncio
-import inspect
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import Generator
 from dataclasses import dataclass, field
-from typing import Any, TypedDict, TypeVar
+from typing import Any, TypedDict
 
 from ctxstore.core import leases
 from ctxstore.core import messages as message_ops
-from ctxstore.core.protocol import Operation
 from ctxstore.core.state import StoreState
 from ctxstore.core.summaries import summary_message, write_summary
 from ctxstore.errors import ConfigurationError, ValidationError
+from ctxstore.plans import (
+    AsyncSummarize,
+    RunOperation,
+    Step,
+    Summarize,
+    SummarizeRequest,
+    arun_plan,
+    run_plan,
+)
 from ctxstore.results import BranchChain, StoredSummary
 from ctxstore.tokens import MessageCounter
 from ctxstore.tool_groups import safe_cut_point as cut_point
@@ -35,8 +41,6 @@ class _Scope(TypedDict):
     user_id: str | None
     incarnation: str | None
 
-
-T = TypeVar("T")
 
 #: How long a compaction may hold its chat's lease (a summarizer call included), by default.
 DEFAULT_LEASE_TTL_MS = 10 * 60 * 1000
@@ -68,20 +72,6 @@ class CompactionPolicy:
 
 
 @dataclass(frozen=True)
-class SummarizeRequest:
-    """The messages to summarize (the previous summary first, as a marked message)."""
-
-    messages: list[dict[str, Any]]
-
-
-@dataclass(frozen=True)
-class RunOperation:
-    """A store operation for the driver to run."""
-
-    operation: Operation[Any]
-
-
-@dataclass(frozen=True)
 class CompactionResult:
     """What one compaction did. ``skipped`` says why nothing was written (None: a summary was
     written or found): ``"leased"`` (another summarizer holds the chat), ``"not due"`` (the
@@ -97,9 +87,6 @@ class CompactionResult:
     context_tokens: int = 0
     skipped: str | None = None
     details: dict[str, Any] = field(default_factory=dict)
-
-
-Step = RunOperation | SummarizeRequest
 
 
 def compaction(
@@ -194,66 +181,20 @@ def _summarize(
     )
 
 
-#: A summarizer: the messages to summarize -> the summary text (sync, or async for the async
-#: driver).
-Summarize = Callable[[list[dict[str, Any]]], str]
-AsyncSummarize = Callable[[list[dict[str, Any]]], "Awaitable[str] | str"]
+#: The drivers of a compaction: the plan drivers (a compaction is a plan of store operations and
+#: one summarizer call).
+run_compaction = run_plan
+arun_compaction = arun_plan
 
-
-def run_compaction(
-    run: Callable[[Operation[Any]], Any],
-    steps: Generator[Step, Any, T],
-    summarize: Summarize,
-) -> T:
-    """Drive a plan of steps (:func:`compaction`, or a resolve that may compact) with a sync
-    store's ``run`` and a sync summarizer."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = steps.send(value) if error is None else steps.throw(error)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
-        value, error = None, None
-        try:
-            if isinstance(step, RunOperation):
-                value = run(step.operation)
-            else:
-                value = summarize(step.messages)
-                if inspect.isawaitable(value):
-                    raise ConfigurationError(
-                        "the summarizer is async: compact with the async store and driver"
-                    )
-        except Exception as caught:  # handed to the plan (a compaction gives its lease back)
-            error = caught
-
-
-async def arun_compaction(
-    run: Callable[[Operation[Any]], Awaitable[Any]],
-    steps: Generator[Step, Any, T],
-    summarize: AsyncSummarize,
-) -> T:
-    """The same with an async store's ``run`` and a sync or async summarizer."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        try:
-            step = steps.send(value) if error is None else steps.throw(error)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
-        value, error = None, None
-        try:
-            if isinstance(step, RunOperation):
-                value = await run(step.operation)
-            elif inspect.iscoroutinefunction(summarize):
-                value = await summarize(step.messages)
-            else:
-                # A sync summarizer (litellm.completion, a plain function) runs in a thread so
-                # the event loop keeps serving other jobs and signals meanwhile.
-                value = await asyncio.to_thread(summarize, step.messages)
-                if inspect.isawaitable(value):
-                    value = await value
-        except Exception as caught:  # handed to the plan (a compaction gives its lease back)
-            error = caught
+__all__ = [
+    "AsyncSummarize",
+    "CompactionPolicy",
+    "CompactionResult",
+    "RunOperation",
+    "Step",
+    "Summarize",
+    "SummarizeRequest",
+    "arun_compaction",
+    "compaction",
+    "run_compaction",
+]

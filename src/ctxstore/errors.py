@@ -118,6 +118,21 @@ class BranchExistsError(ConflictError):
     """A branch with this name already exists."""
 
 
+class ChatBusyError(ConflictError):
+    """Another turn holds the chat's turn lease (``engine.turn(strategy="reject")`` at once,
+    ``"enqueue"`` after waiting). ``expires_at``: when that lease runs out (epoch ms)."""
+
+    def __init__(self, message: str, *, expires_at: int, **details: Any) -> None:
+        super().__init__(message, expires_at=expires_at, **details)
+        self.expires_at = expires_at
+
+
+class LeaseLostError(ConflictError):
+    """A write of a turn whose lease another turn has taken since (its fencing token is stale):
+    nothing was written. The engine keeps its pending messages; a later ``save()`` outside the
+    turn stores them on a side branch, never on the line the new turn writes."""
+
+
 class PermissionDeniedError(CtxStoreError):
     """The chat belongs to another user, or a Redis ACL refused the command (a tenant reaching
     outside its namespace); nothing was read or written."""
@@ -152,6 +167,7 @@ __all__ = [
     "BackendUnavailableError",
     "BranchExistsError",
     "BranchNotFoundError",
+    "ChatBusyError",
     "ChatNotFoundError",
     "ChatReplacedError",
     "CheckpointNotFoundError",
@@ -162,6 +178,7 @@ __all__ = [
     "EmptyBranchError",
     "HeadConflictError",
     "InvalidIdError",
+    "LeaseLostError",
     "LimitExceededError",
     "MessageExistsError",
     "MessageNotFoundError",

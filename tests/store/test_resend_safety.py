@@ -74,3 +74,53 @@ def test_a_resent_append_writes_once(
     messages = store.load_branch("c1").messages
     assert [m["message"]["content"] for m in messages] == ["a", "once"]
     assert messages[-1]["id"] == result.head_message_id
+
+
+def test_a_resent_checkpoint_upsert_moves_it_once(
+    proxied: tuple[ctxstore.Store, ReplyDroppingProxy],
+) -> None:
+    store, proxy = proxied
+    store.upsert_chat("c1", "alice")
+    head = store.append("c1", "main", [{"role": "user", "content": "a"}], expected_head=None)
+    first = store.upsert_checkpoint("c1", "cp", head.head_message_id)  # the script is loaded
+    proxy.drop_next_reply()
+    again = store.upsert_checkpoint("c1", "cp", head.head_message_id)
+    assert proxy.dropped == 1
+    stored = store.get_checkpoint("c1", "cp")
+    assert stored == again
+    # One move, not two: the chat's checkpoint sequence advanced by exactly one.
+    chat_key = store.state.keyspace.chat("c1").key("chat")
+    assert int(store.client.hget(chat_key, "checkpoint_seq")) == 2
+    assert first.created_at <= again.created_at
+
+
+def test_a_resent_checkpoint_deletion_answers_like_the_first(
+    proxied: tuple[ctxstore.Store, ReplyDroppingProxy],
+) -> None:
+    store, proxy = proxied
+    store.upsert_chat("c1", "alice")
+    head = store.append("c1", "main", [{"role": "user", "content": "a"}], expected_head=None)
+    store.upsert_checkpoint("c1", "cp", head.head_message_id)
+    store.upsert_checkpoint("c1", "cp2", head.head_message_id)
+    assert store.delete_checkpoint("c1", "cp2")  # the script is loaded
+    proxy.drop_next_reply()
+    assert store.delete_checkpoint("c1", "cp") is True
+    assert proxy.dropped == 1
+    assert store.list_checkpoints("c1") == []
+
+
+def test_a_resent_turn_take_keeps_one_fence(
+    proxied: tuple[ctxstore.Store, ReplyDroppingProxy],
+) -> None:
+    from ctxstore.core import turns
+
+    store, proxy = proxied
+    store.upsert_chat("c1", "alice")
+    warm = store.run(turns.take_turn(store.state, "c1", "warm", 60_000))  # the script is loaded
+    store.run(turns.give_turn(store.state, "c1", "warm"))
+    proxy.drop_next_reply()
+    grant = store.run(turns.take_turn(store.state, "c1", "mine", 60_000))
+    assert proxy.dropped == 1
+    assert grant.granted
+    assert grant.fence == warm.fence + 1  # the resent take was recognized, not granted twice
+    assert not store.run(turns.take_turn(store.state, "c1", "other", 60_000)).granted

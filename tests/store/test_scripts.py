@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.core import leases, protocol
+from ctxstore.core import leases, protocol, turns
 from ctxstore.core.keys import CHAT_KEY_NAMES
 from ctxstore.core.scripts import PRELUDE, entry_script_names, load_script, script_dir
 
@@ -106,6 +106,8 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     token = leases.new_lease_token()
     store.run(leases.take_lease(store.state, "c1", token, 1000))
     store.run(leases.give_lease(store.state, "c1", token))
+    store.run(turns.take_turn(store.state, "c1", token, 1000))
+    store.run(turns.give_turn(store.state, "c1", token))
     store.client.zadd(store.state.keyspace.all_chats_index, {"gone": 1})
     store.list_chats()
     store.delete_chat("c1")

@@ -16,7 +16,7 @@ from ctxstore.context.domain import (
     workflow,
 )
 from ctxstore.context.engine import AsyncContextEngine, ContextEngine
-from ctxstore.context.engine_core import ResolveResult
+from ctxstore.context.engine_core import ResolveResult, SavedHead
 from ctxstore.context.fragment import Fragment, fragment
 from ctxstore.context.messages import (
     assistant,
@@ -38,17 +38,21 @@ from ctxstore.context.serialization import (
     to_fragment,
 )
 from ctxstore.context.titles import agenerate_chat_title, generate_chat_title, static_chat_title
+from ctxstore.context.turn import AsyncTurn, Turn
 from ctxstore.context.user_context import alias, correction, identity, persona, preference
 
 __all__ = [
     "AsyncContextEngine",
+    "AsyncTurn",
     "ContextEngine",
     "Fragment",
     "MarkdownRenderer",
     "Renderer",
     "ResolveResult",
+    "SavedHead",
     "TomlRenderer",
     "ToonRenderer",
+    "Turn",
     "XmlRenderer",
     "agenerate_chat_title",
     "alias",

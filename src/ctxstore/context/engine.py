@@ -18,16 +18,19 @@ Typical turn::
 from __future__ import annotations
 
 from collections.abc import Mapping
+from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
 from ctxstore.async_store import AsyncStore
-from ctxstore.compaction import arun_compaction, run_compaction
-from ctxstore.context.engine_core import EngineCore, ResolveResult
+from ctxstore.context.engine_core import EngineCore, ResolveResult, SavedHead
 from ctxstore.context.fragment import Fragment, drive_async, drive_sync
 from ctxstore.context.renderers import Renderer
+from ctxstore.context.turn import AsyncTurn, Turn
+from ctxstore.core.turns import TurnStrategy
 from ctxstore.errors import ConfigurationError
 from ctxstore.manager import ContextManager
 from ctxstore.models import BranchInfo, ChatMeta, CheckpointInfo, ConflictPolicy
+from ctxstore.plans import arun_plan, run_plan
 from ctxstore.store import Store
 from ctxstore.tokens import TokenCounter
 
@@ -135,7 +138,7 @@ class ContextEngine(_EngineBase[Store]):
         """
         drive_sync(self._core.materialize_context())
         plan = self._core.resolve_plan(max_tokens, max_messages, full)
-        chain = run_compaction(self._store.run, plan, self._core.summarize)
+        chain = run_plan(self._store.run, plan, self._core.summarize)
         return self._core.resolved(chain, renderer)
 
     def inspect(self, model: str | None = None, renderer: Renderer | None = None) -> dict[str, Any]:
@@ -150,9 +153,24 @@ class ContextEngine(_EngineBase[Store]):
         drive_sync(self._core.materialize_context())
         return self._store.run(self._core.token_count_op(renderer))
 
-    def save(self) -> str | None:
-        """Persist the pending messages (one round trip); returns the new head."""
+    def save(self) -> SavedHead | None:
+        """Persist the pending messages (one round trip); returns the new head, which also says
+        where the save went (``.branch``, ``.forked_at``: see :class:`SavedHead`)."""
         return self._store.run(self._core.save_op())
+
+    def turn(
+        self,
+        strategy: TurnStrategy = "reject",
+        *,
+        lease: float | timedelta = 30.0,
+        wait: float | timedelta = 10.0,
+    ) -> Turn:
+        """A turn holding the chat's lease (a context manager): its writes carry a fencing
+        token that another turn's lease makes stale. A second turn on a busy chat:
+        ``"reject"`` raises ``ChatBusyError`` at once, ``"enqueue"`` waits up to ``wait``
+        seconds, ``"interrupt"`` takes the chat over (the old turn's writes raise
+        ``LeaseLostError``). ``lease``: seconds the lease lasts (``turn.extend()`` runs it on)."""
+        return Turn(self._store, self._core, strategy, lease, wait)
 
     def rewind(self, message_id: str) -> BranchInfo:
         """Branch at ``message_id`` and work there; pending messages are dropped."""
@@ -212,7 +230,7 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
         """
         await drive_async(self._core.materialize_context())
         plan = self._core.resolve_plan(max_tokens, max_messages, full)
-        chain = await arun_compaction(self._store.run, plan, self._core.asummarize)
+        chain = await arun_plan(self._store.run, plan, self._core.asummarize)
         return self._core.resolved(chain, renderer)
 
     async def inspect(
@@ -229,9 +247,24 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
         await drive_async(self._core.materialize_context())
         return await self._store.run(self._core.token_count_op(renderer))
 
-    async def save(self) -> str | None:
-        """Persist the pending messages (one round trip); returns the new head."""
+    async def save(self) -> SavedHead | None:
+        """Persist the pending messages (one round trip); returns the new head, which also says
+        where the save went (``.branch``, ``.forked_at``: see :class:`SavedHead`)."""
         return await self._store.run(self._core.save_op())
+
+    def turn(
+        self,
+        strategy: TurnStrategy = "reject",
+        *,
+        lease: float | timedelta = 30.0,
+        wait: float | timedelta = 10.0,
+    ) -> AsyncTurn:
+        """A turn holding the chat's lease (an async context manager): its writes carry a
+        fencing token that another turn's lease makes stale. A second turn on a busy chat:
+        ``"reject"`` raises ``ChatBusyError`` at once, ``"enqueue"`` waits up to ``wait``
+        seconds, ``"interrupt"`` takes the chat over (the old turn's writes raise
+        ``LeaseLostError``). ``lease``: seconds the lease lasts (``turn.extend()`` runs it on)."""
+        return AsyncTurn(self._store, self._core, strategy, lease, wait)
 
     async def rewind(self, message_id: str) -> BranchInfo:
         """Branch at ``message_id`` and work there; pending messages are dropped."""

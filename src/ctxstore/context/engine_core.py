@@ -18,13 +18,7 @@ from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, TypedDict, get_args
 
-from ctxstore.compaction import (
-    CompactionPolicy,
-    CompactionResult,
-    RunOperation,
-    Step,
-    compaction,
-)
+from ctxstore.compaction import CompactionPolicy, CompactionResult, compaction
 from ctxstore.context.fragment import Fragment, copy_fragment, walk
 from ctxstore.context.inspection import snapshot
 from ctxstore.context.messages import LAST_ASSISTANT_METADATA, message_payload, stored_metadata
@@ -35,7 +29,7 @@ from ctxstore.context.renderers import (
     ToonRenderer,
     XmlRenderer,
 )
-from ctxstore.core import branches, chats, checkpoints, opening
+from ctxstore.core import branches, chats, checkpoints, opening, turns
 from ctxstore.core import graph as graph_ops
 from ctxstore.core import messages as message_ops
 from ctxstore.core.cache import EMPTY_CHAIN, CachedChain
@@ -44,7 +38,12 @@ from ctxstore.core.ids import check_key_id, check_name
 from ctxstore.core.jobs import CompactionTrigger
 from ctxstore.core.protocol import Operation
 from ctxstore.core.state import StoreState
-from ctxstore.errors import ConfigurationError, EmptyBranchError, ValidationError
+from ctxstore.errors import (
+    ConfigurationError,
+    EmptyBranchError,
+    LeaseLostError,
+    ValidationError,
+)
 from ctxstore.manager import ContextManager
 from ctxstore.models import (
     BranchInfo,
@@ -53,6 +52,8 @@ from ctxstore.models import (
     ConflictPolicy,
     NewMessage,
 )
+from ctxstore.plans import RunOperation
+from ctxstore.plans import Step as PlanStep
 from ctxstore.prompting import summary_section
 from ctxstore.results import ChainSize, StoredSummary
 from ctxstore.tokens import REPLY_PRIMING_TOKENS, MessageCounter, TokenCounter, message_counter
@@ -78,6 +79,40 @@ class ResolveResult:
         if not self.system_prompt:
             return list(self.messages)
         return [{"role": "system", "content": self.system_prompt}, *self.messages]
+
+
+class SavedHead(str):
+    """What ``save()`` returns: the new head's message id (a ``str``, as before), and where the
+    save went.
+
+    ``branch``: the branch the messages are on. ``forked_at``: None when they went where the
+    engine was; otherwise the message a new side branch (not activated) starts at, because
+    another turn's message had come after the engine's last saved one (or the engine's turn lost
+    its lease): the engine moved to that branch. ``message_ids``: the stored ids, in order.
+    """
+
+    branch: str
+    forked_at: str | None
+    message_ids: tuple[str, ...]
+
+    def __new__(
+        cls,
+        head: str,
+        *,
+        branch: str,
+        forked_at: str | None = None,
+        message_ids: tuple[str, ...] = (),
+    ) -> SavedHead:
+        saved = super().__new__(cls, head)
+        saved.branch = branch
+        saved.forked_at = forked_at
+        saved.message_ids = message_ids
+        return saved
+
+    @property
+    def forked(self) -> bool:
+        """True when the save went onto a new side branch (see ``forked_at``)."""
+        return self.forked_at is not None
 
 
 #: Renderers whose output depends on the fragments and their own settings only.
@@ -143,6 +178,16 @@ class EngineCore:
         self._last_assistant: str | None = None
         self._last_assistant_known = False
         self._read_chain: CachedChain | None = None
+        #: The newest message this engine saved on its branch (None before its first save, and
+        #: after it moved to another branch). A save made while another turn's message follows
+        #: it goes onto a side branch from it, never after that message.
+        self.anchor: str | None = None
+        #: The turn this engine is in (None outside ``turn()``): its writes carry its fence.
+        self.turn: turns.TurnGrant | None = None
+        self._turn_token = ""
+        #: Set when a write of a turn was refused (its lease was taken): the pending messages
+        #: go onto a side branch at the next save outside the turn.
+        self._lease_lost = False
 
     # --- fragments -----------------------------------------------------------------------------
 
@@ -256,6 +301,15 @@ class EngineCore:
             "incarnation": self.chat.incarnation if self.chat is not None else None,
         }
 
+    @property
+    def _write_scope(self) -> Scope:
+        """The scope of a write: inside a turn, the incarnation carries the turn's fencing
+        token, so the script refuses the write once another turn has taken the chat."""
+        scope = self._scope
+        if self.turn is not None:
+            scope["incarnation"] = turns.fenced(scope["incarnation"], self.turn.fence)
+        return scope
+
     def ensure_open(self) -> Operation[None]:
         if not self.opened:
             yield from self.open_op(load=False)
@@ -319,7 +373,7 @@ class EngineCore:
 
     def resolve_plan(
         self, max_tokens: int | None, max_messages: int | None, full: bool
-    ) -> Generator[Step, Any, CachedChain]:
+    ) -> Generator[PlanStep, Any, CachedChain]:
         """A resolve, with the inline compaction a manager's hard threshold calls for: read; if
         the context is past it, compact under the chat's lease and read again (within the
         threshold if another summarizer held the chat). Driven by ``run_compaction`` /
@@ -346,7 +400,7 @@ class EngineCore:
             and self.context_tokens >= 0
         )
 
-    def compaction_steps(self) -> Generator[Step, Any, CompactionResult]:
+    def compaction_steps(self) -> Generator[PlanStep, Any, CompactionResult]:
         """One inline compaction of the engine's branch, under the chat's lease."""
         assert self.manager is not None
         policy = CompactionPolicy(
@@ -421,43 +475,74 @@ class EngineCore:
         size = yield from self._size_op()
         return self.counted(size, renderer)
 
-    def save_op(self) -> Operation[str | None]:
+    def save_op(self) -> Operation[SavedHead | None]:
         """Persist the pending messages in one append; returns the new head.
 
         A pending message whose id exists in the chat is an edit: the store forks a branch at
         that message's parent (activated) and stores it there under a new id. A
         ``last_assistant_message`` becomes such an edit of the branch's last assistant message.
+
+        With ``on_conflict="rebase"`` (the default), the engine's own last saved message is its
+        anchor: when another turn's message has come after it since, the save goes onto a new
+        branch from the anchor (not activated) and the engine moves there, so an answer never
+        lands after another turn's message. Before its first save, an engine rebases onto the
+        head. A turn's write refused for a lost lease keeps the pending messages; the next save
+        outside the turn puts them on a side branch from the anchor.
         """
         yield from self.ensure_open()
         if not self.pending:
-            return self.head
+            return None if self.head is None else SavedHead(self.head, branch=self.branch)
         if self._needs_last_assistant():
             yield from self.resolve_op()
+        aside = self._lease_lost and self.turn is None
+        start = self.anchor if self.anchor is not None else self.head
+        if aside and start is not None:
+            side: BranchInfo = yield from branches.create_branch(
+                self._state, self.chat_id, start, base=self.branch, activate=False, **self._scope
+            )
+            self._follow(side)
+            self.anchor = start
+        expected, policy = self.head, self.on_conflict
+        if policy == "rebase" and self.anchor is not None:
+            expected, policy = self.anchor, "fork"
         items = [self._as_new_message(item) for item in self.pending]
-        result = yield from message_ops.append(
-            self._state,
-            self.chat_id,
-            self.branch,
-            items,
-            expected_head=self.head,
-            on_conflict=self.on_conflict,
-            on_existing="fork",
-            count_tokens=self.count_message,
-            compaction=self._trigger(),
-            **self._scope,
-        )
+        try:
+            result = yield from message_ops.append(
+                self._state,
+                self.chat_id,
+                self.branch,
+                items,
+                expected_head=expected,
+                on_conflict=policy,
+                on_existing="fork",
+                count_tokens=self.count_message,
+                compaction=self._trigger(),
+                **self._write_scope,
+            )
+        except LeaseLostError:
+            self._lease_lost = True
+            raise
         saved_assistants = [
             stored_id
             for stored_id, item in zip(result.message_ids, self.pending, strict=True)
             if item.data.get("role") == "assistant"
         ]
         self.branch = result.branch
-        self.head = result.head_message_id
+        self.head = self.anchor = result.head_message_id
+        self._lease_lost = False
         if saved_assistants:
             self._last_assistant = saved_assistants[-1]
             self._read_chain = None
         self.pending = []
-        return self.head
+        forked_at = expected if result.conflict_fork is not None else None
+        if aside:
+            forked_at = start
+        return SavedHead(
+            result.head_message_id,
+            branch=result.branch,
+            message_ids=result.message_ids,
+            forked_at=forked_at,
+        )
 
     def _needs_last_assistant(self) -> bool:
         return (
@@ -474,6 +559,57 @@ class EngineCore:
             )
         return NewMessage(message_payload(item), id=item.id, metadata=metadata)
 
+    # --- turns -------------------------------------------------------------------------------
+
+    def begin_turn(
+        self, strategy: turns.TurnStrategy, lease: float, wait: float
+    ) -> Generator[PlanStep, Any, turns.TurnGrant]:
+        """Open the chat, then take its turn lease by ``strategy`` (a plan: "enqueue" pauses
+        between looks); the engine's writes carry the fence until :meth:`end_turn_op`."""
+        if self.turn is not None:
+            raise ConfigurationError("this engine is already in a turn; turns do not nest")
+        yield RunOperation(self.ensure_open())
+        token = turns.new_turn_token()
+        grant = yield from turns.acquire(
+            self._state,
+            self.chat_id,
+            token,
+            strategy,
+            lease_ms=max(1, round(lease * 1000)),
+            wait=wait,
+            **self._scope,
+        )
+        self.turn, self._turn_token = grant, token
+        self._lease_lost = False
+        return grant
+
+    def extend_turn_op(self, lease: float) -> Operation[turns.TurnGrant]:
+        """Run the turn's lease ``lease`` seconds from now (``LeaseLostError`` if it is gone)."""
+        if self.turn is None:
+            raise ConfigurationError("extend() is for a turn in progress")
+        try:
+            grant = yield from turns.extend_turn(
+                self._state,
+                self.chat_id,
+                self._turn_token,
+                max(1, round(lease * 1000)),
+                **self._scope,
+            )
+        except LeaseLostError:
+            self._lease_lost = True
+            raise
+        self.turn = grant
+        return grant
+
+    def end_turn_op(self) -> Operation[bool]:
+        """Leave the turn (writes no longer carry its fence) and give the lease back if it is
+        still this turn's; True when it was."""
+        token, self.turn, self._turn_token = self._turn_token, None, ""
+        if not token:
+            return False
+        given: bool = yield from turns.give_turn(self._state, self.chat_id, token, **self._scope)
+        return given
+
     # --- branches and checkpoints ------------------------------------------------------------
 
     def rewind_op(self, message_id: str) -> Operation[BranchInfo]:
@@ -486,7 +622,7 @@ class EngineCore:
                 message_id,
                 base=self.branch,
                 activate=True,
-                **self._scope,
+                **self._write_scope,
             )
         )
         return info
@@ -495,7 +631,12 @@ class EngineCore:
         """Exactly a rewind to the checkpoint's message, read and branched in one script."""
         info: BranchInfo = yield from self._move_to(
             lambda: branches.branch_from_checkpoint(
-                self._state, self.chat_id, name, base=self.branch, activate=True, **self._scope
+                self._state,
+                self.chat_id,
+                name,
+                base=self.branch,
+                activate=True,
+                **self._write_scope,
             )
         )
         return info
@@ -507,6 +648,8 @@ class EngineCore:
         info: BranchInfo = yield from branch_op()
         self._follow(info)
         self.pending = []
+        self.anchor = None
+        self._lease_lost = False
         return info
 
     def _saved_head(self, operation: str) -> str:
@@ -527,14 +670,14 @@ class EngineCore:
             self._saved_head("btw"),
             base=self.branch,
             activate=False,
-            **self._scope,
+            **self._write_scope,
         )
         return info
 
     def switch_branch_op(self, name: str) -> Operation[BranchInfo]:
         """Activate ``name`` and work on it; pending messages are dropped."""
         info: BranchInfo = yield from self._move_to(
-            lambda: branches.set_active_branch(self._state, self.chat_id, name, **self._scope)
+            lambda: branches.set_active_branch(self._state, self.chat_id, name, **self._write_scope)
         )
         return info
 
@@ -542,7 +685,7 @@ class EngineCore:
         """Name the current head; an existing checkpoint of that name moves here."""
         yield from self.ensure_open()
         info: CheckpointInfo = yield from checkpoints.upsert_checkpoint(
-            self._state, self.chat_id, name, self._saved_head("checkpoint"), **self._scope
+            self._state, self.chat_id, name, self._saved_head("checkpoint"), **self._write_scope
         )
         return info
 
@@ -553,7 +696,7 @@ class EngineCore:
     ) -> Operation[ChatMeta]:
         yield from self.ensure_open()
         self.chat = yield from chats.update_chat(
-            self._state, self.chat_id, title=title, metadata=metadata, **self._scope
+            self._state, self.chat_id, title=title, metadata=metadata, **self._write_scope
         )
         return self.chat
 
@@ -561,7 +704,7 @@ class EngineCore:
         """Add token usage (a dict, or a litellm / OpenAI usage object) to the chat's totals."""
         yield from self.ensure_open()
         totals: dict[str, int] = yield from chats.add_usage(
-            self._state, self.chat_id, usage, **self._scope
+            self._state, self.chat_id, usage, **self._write_scope
         )
         if self.chat is not None:
             metadata = {**self.chat.metadata, "usage": totals}

@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ctxstore.core.chats import chat_context, keys_for, scope_args
-from ctxstore.core.ids import check_name
+from ctxstore.core.ids import check_name, new_request_id
 from ctxstore.core.protocol import Operation, script_call
 from ctxstore.core.records import checkpoint_info, text
 from ctxstore.core.scripts import load_script
@@ -25,7 +25,8 @@ def upsert_checkpoint(
     user_id: str | None = None,
     incarnation: str | None = None,
 ) -> Operation[CheckpointInfo]:
-    """Name ``message_id``; an existing checkpoint of that name moves to it."""
+    """Name ``message_id``; an existing checkpoint of that name moves to it. A resent call
+    (its reply lost) answers with the first call's record instead of moving it again."""
     chat = state.keyspace.chat(chat_id)
     check_name(name, "checkpoint name")
     check_name(message_id, "message_id")
@@ -33,7 +34,7 @@ def upsert_checkpoint(
     info: CheckpointInfo = yield script_call(
         script,
         keys_for(script, chat),
-        (*scope_args(user_id, incarnation), name, message_id, state.clock()),
+        (*scope_args(user_id, incarnation), name, message_id, state.clock(), new_request_id()),
         parse=lambda raw: checkpoint_info(name, raw, chat.key("checkpoint"))[0],
         context=chat_context(chat_id),
     )
@@ -98,14 +99,15 @@ def delete_checkpoint(
     user_id: str | None = None,
     incarnation: str | None = None,
 ) -> Operation[bool]:
-    """Remove a checkpoint; True if it existed. The message it named stays."""
+    """Remove a checkpoint; True if it existed (a resent call answers like the first one).
+    The message it named stays."""
     chat = state.keyspace.chat(chat_id)
     check_name(name, "checkpoint name")
     script = load_script("delete_checkpoint")
     deleted: bool = yield script_call(
         script,
         keys_for(script, chat),
-        (*scope_args(user_id, incarnation), name),
+        (*scope_args(user_id, incarnation), name, new_request_id(), state.clock()),
         parse=bool,
         context=chat_context(chat_id),
     )

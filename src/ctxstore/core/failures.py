@@ -145,6 +145,15 @@ def _conflict(details: dict[str, Any], ctx: dict[str, Any], where: str) -> error
             **ctx,
             id=message_id,
         )
+    if reason == "lease_lost":
+        return errors.LeaseLostError(
+            f"the turn's lease{where} was taken by another turn (fencing token "
+            f"{details.get('fence') or '?'}, now {details.get('current') or 'none'}); "
+            "nothing was written",
+            **ctx,
+            fence=details.get("fence"),
+            current_fence=details.get("current"),
+        )
     if reason == "branch_exists":
         name = details.get("branch")
         return errors.BranchExistsError(

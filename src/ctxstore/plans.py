@@ -1,0 +1,123 @@
+"""Plans: multi-step work written once as a generator, driven by a sync or an async shell.
+
+A store *operation* (:mod:`ctxstore.core.protocol`) yields Redis calls only. Some work also needs
+things that are not Redis calls: a summarizer call in a compaction, a pause while a turn waits for
+a busy chat. Such work is a *plan*, a generator that yields steps:
+
+* :class:`RunOperation`: a store operation to run (the result, or the error, is sent back);
+* :class:`SummarizeRequest`: messages to summarize (the summary text is sent back);
+* :class:`Pause`: wait this long before the next step.
+
+:func:`run_plan` drives a plan with a sync store, :func:`arun_plan` with an async one (awaiting
+``asyncio.sleep`` for a pause, so the event loop keeps serving other tasks). An error raised by a
+step is thrown into the plan, so its ``finally`` blocks (giving a lease back) run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import time
+from collections.abc import Awaitable, Callable, Generator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from ctxstore.core.protocol import Operation
+from ctxstore.errors import ConfigurationError
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class RunOperation:
+    """A store operation for the driver to run."""
+
+    operation: Operation[Any]
+
+
+@dataclass(frozen=True)
+class SummarizeRequest:
+    """The messages to summarize (the previous summary first, as a marked message)."""
+
+    messages: list[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Pause:
+    """Wait ``seconds`` before the next step (the driver sends back None)."""
+
+    seconds: float
+
+
+Step = RunOperation | SummarizeRequest | Pause
+
+#: A summarizer: the messages to summarize -> the summary text (sync, or async for the async
+#: driver).
+Summarize = Callable[[list[dict[str, Any]]], str]
+AsyncSummarize = Callable[[list[dict[str, Any]]], "Awaitable[str] | str"]
+
+
+def _no_summarizer(_messages: list[dict[str, Any]]) -> str:
+    raise ConfigurationError("this plan asked for a summary, and no summarizer was given")
+
+
+def run_plan(
+    run: Callable[[Operation[Any]], Any],
+    steps: Generator[Step, Any, T],
+    summarize: Summarize = _no_summarizer,
+) -> T:
+    """Drive a plan with a sync store's ``run``, a sync summarizer and ``time.sleep``."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = steps.send(value) if error is None else steps.throw(error)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        value, error = None, None
+        try:
+            if isinstance(step, RunOperation):
+                value = run(step.operation)
+            elif isinstance(step, Pause):
+                time.sleep(max(step.seconds, 0.0))
+            else:
+                value = summarize(step.messages)
+                if inspect.isawaitable(value):
+                    raise ConfigurationError(
+                        "the summarizer is async: compact with the async store and driver"
+                    )
+        except Exception as caught:  # handed to the plan (a compaction gives its lease back)
+            error = caught
+
+
+async def arun_plan(
+    run: Callable[[Operation[Any]], Awaitable[Any]],
+    steps: Generator[Step, Any, T],
+    summarize: AsyncSummarize = _no_summarizer,
+) -> T:
+    """The same with an async store's ``run``, a sync or async summarizer and ``asyncio.sleep``."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        try:
+            step = steps.send(value) if error is None else steps.throw(error)
+        except StopIteration as stop:
+            result: T = stop.value
+            return result
+        value, error = None, None
+        try:
+            if isinstance(step, RunOperation):
+                value = await run(step.operation)
+            elif isinstance(step, Pause):
+                await asyncio.sleep(max(step.seconds, 0.0))
+            elif inspect.iscoroutinefunction(summarize):
+                value = await summarize(step.messages)
+            else:
+                # A sync summarizer (litellm.completion, a plain function) runs in a thread so
+                # the event loop keeps serving other jobs and signals meanwhile.
+                value = await asyncio.to_thread(summarize, step.messages)
+                if inspect.isawaitable(value):
+                    value = await value
+        except Exception as caught:  # handed to the plan (a compaction gives its lease back)
+            error = caught
