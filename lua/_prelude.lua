@@ -627,3 +627,30 @@ local function known_position(log_key, known, known_inc, known_tag, inc)
   end
   return pos
 end
+
+-- Retention -------------------------------------------------------------------------------------
+
+-- The chat's retention in milliseconds from its `ttl` field (nil: it never expires), checked
+-- before a script's first write.
+local function chat_ttl(chat_key, raw)
+  if not raw then
+    return nil
+  end
+  local ms = tonumber(raw)
+  if not ms or ms < 1 or ms ~= math.floor(ms) then
+    fail('CORRUPT', {key = chat_key, field = 'ttl', reason = 'not a positive whole number'})
+  end
+  return ms
+end
+
+-- A write's last step for a chat with a retention: every key of the chat expires `ttl`
+-- milliseconds from now, so they share one deadline and the chat vanishes whole (keys this
+-- write created included). req and req_old are left out: they expire on their own, sooner.
+local function slide_expiry(ttl, keys)
+  if not ttl then
+    return
+  end
+  for _, key in ipairs(keys) do
+    redis.call('PEXPIRE', key, ttl)
+  end
+end

@@ -1,0 +1,34 @@
+-- expire_chat.lua: set or clear a chat's retention, and run it from now.
+-- KEYS[1] chat         chat hash
+-- KEYS[2] log          message records
+-- KEYS[3] alias        chosen message id -> position
+-- KEYS[4] runs         run starts
+-- KEYS[5] branch       branch name -> branch record
+-- KEYS[6] checkpoint   checkpoint name -> checkpoint record
+-- KEYS[7] summary      summaries
+-- KEYS[8] tok          token entries
+-- ARGV[1] user         the caller, "" for anyone
+-- ARGV[2] inc          the incarnation the caller knows, "" for any ("#<fence>" inside a turn)
+-- ARGV[3] ttl          milliseconds, or "" for no expiry
+-- Reply: the retention now (milliseconds, or "" for none)
+-- Errors: NOT_FOUND, FORBIDDEN, REPLACED, INVALID (ttl not a positive whole number).
+-- With a ttl, every key of the chat expires that long from now and every later write slides it
+-- (see slide_expiry); without one, the `ttl` field goes and every key persists.
+
+return run(function()
+  open_chat(KEYS[1], ARGV[1], ARGV[2], {})
+  if ARGV[3] == '' then
+    redis.call('HDEL', KEYS[1], 'ttl')
+    for i = 1, 8 do
+      redis.call('PERSIST', KEYS[i])
+    end
+    return ''
+  end
+  local ttl = tonumber(ARGV[3])
+  if not ttl or ttl < 1 or ttl ~= math.floor(ttl) then
+    fail('INVALID', {reason = 'ttl must be a positive number of milliseconds', value = ARGV[3]})
+  end
+  redis.call('HSET', KEYS[1], 'ttl', ARGV[3])
+  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]})
+  return ARGV[3]
+end)
