@@ -36,6 +36,7 @@ def upsert_checkpoint(
         (*scope_args(user_id, incarnation), name, message_id, state.clock()),
         parse=lambda raw: checkpoint_info(name, raw, chat.key("checkpoint"))[0],
         context=chat_context(chat_id),
+        writes=True,
     )
     return info
 
@@ -108,5 +109,6 @@ def delete_checkpoint(
         (*scope_args(user_id, incarnation), name),
         parse=bool,
         context=chat_context(chat_id),
+        writes=lambda deleted: deleted,
     )
     return deleted
