@@ -266,9 +266,9 @@ def pipeline_router(client: Any) -> Router:
     EVALSHA it queues: one extra round trip per pipeline. Naming the target node skips that;
     on a MOVED reply the pipeline still re-routes as usual. A ``WAIT`` / ``WAITAOF`` has no key
     and counts what its own connection wrote: it goes to the node of the command before it, the
-    write it waits for (redis-py would send it to every node, or a random one). Other clients
-    need no options. The slot map must be loaded (an async Cluster client loads it lazily).
-    """
+    write it waits for (left to redis-py, a keyless command goes to a node of its choosing).
+    Other clients need no options. The slot map must be loaded (an async Cluster client loads
+    it lazily)."""
     if not is_cluster_client(client):
         return lambda commands: [{} for _command in commands]
 
