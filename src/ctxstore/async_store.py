@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import ResponseError
 
+from ctxstore.connection import pipeline_router
 from ctxstore.core import (
     branches,
     chats,
@@ -24,6 +25,7 @@ from ctxstore.core import (
     verify,
 )
 from ctxstore.core import messages as messages_ops
+from ctxstore.core.durability import DEFAULT_DURABILITY_TIMEOUT, DurabilityMode
 from ctxstore.core.failures import TRANSPORT_ERRORS
 from ctxstore.core.jobs import CompactionTrigger
 from ctxstore.core.protocol import Exchange, Operation, Outcome, WireCommand
@@ -63,6 +65,7 @@ class AsyncStore:
         self._client = client
         self._state = state
         self._owns_client = owns_client
+        self._route = pipeline_router(client)
 
     @property
     def client(self) -> Any:
@@ -98,9 +101,9 @@ class AsyncStore:
 
     async def run(self, operation: Operation[T]) -> T:
         """Drive a core operation to its result, one round trip per step."""
-        if self._state.check_server:
+        if self._state.checks_due:
             operation = with_startup_checks(self._state, operation)
-        exchange = Exchange(operation)
+        exchange = Exchange(operation, self._state.durability)
         while not exchange.done:
             try:
                 replies = await self._send(exchange.request())
@@ -115,9 +118,11 @@ class AsyncStore:
                 return [await self._client.execute_command(*commands[0])]
             except ResponseError as error:
                 return [error]
+        if self._state.cluster:
+            await self._client.initialize()  # the router reads the slot map (loaded lazily)
         pipe = self._client.pipeline(transaction=False)
-        for command in commands:
-            pipe.execute_command(*command)
+        for command, options in zip(commands, self._route(commands), strict=True):
+            pipe.execute_command(*command, **options)
         return list(await pipe.execute(raise_on_error=False))
 
     # --- chats ---------------------------------------------------------------------------------
@@ -416,6 +421,8 @@ def connect_async(
     cache_bytes: int | None = None,
     token_model: str | None = None,
     estimate_tokens: TokenCounter | None = None,
+    durability: DurabilityMode | None = None,
+    durability_timeout: float = DEFAULT_DURABILITY_TIMEOUT,
     **options: Any,
 ) -> AsyncStore:
     """An async store for ``url`` (see :mod:`ctxstore.connection`) or an existing async client.
@@ -428,6 +435,9 @@ def connect_async(
     stores of one URL share one cache, the first store's bound holds until another sets one);
     ``token_model`` / ``estimate_tokens`` count the tokens stored with each message appended
     (see :mod:`ctxstore.tokens`; default ``o200k_base``);
+    ``durability`` (``"replica"`` / ``"aof"``) acknowledges a write only once a replica / the
+    local fsync confirmed it within ``durability_timeout`` seconds, else DurabilityError (see
+    :mod:`ctxstore.core.durability`; the server is checked at the first operation);
     other keyword arguments go to the redis-py client.
     """
     client, state, owns = store_parts(
@@ -441,6 +451,8 @@ def connect_async(
         cache_bytes=cache_bytes,
         token_model=token_model,
         estimate_tokens=estimate_tokens,
+        durability=durability,
+        durability_timeout=durability_timeout,
     )
     return AsyncStore(client, state, owns_client=owns)
 

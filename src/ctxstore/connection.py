@@ -21,7 +21,7 @@ import importlib.util
 import inspect
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
@@ -169,6 +169,13 @@ def adopt_client(client: Any, *, asynchronous: bool) -> Any:
     return client
 
 
+def socket_timeout_of(client: Any) -> float | None:
+    """The seconds a client waits for a reply (None: no limit, or a client that does not say)."""
+    kwargs = getattr(client, "get_connection_kwargs", None)
+    timeout = kwargs().get("socket_timeout") if callable(kwargs) else None
+    return float(timeout) if isinstance(timeout, (int, float)) else None
+
+
 def is_memory_client(client: Any) -> bool:
     return type(client).__module__.startswith("fakeredis")
 
@@ -237,30 +244,43 @@ def is_cluster_client(client: Any) -> bool:
     return type(client).__name__ == "RedisCluster" and type(client).__module__.startswith("redis.")
 
 
+#: Commands that wait for what their connection wrote before them (``durability=``).
+_WAITS = ("WAIT", "WAITAOF")
+
+
 def routing_key(command: tuple[Any, ...]) -> Any:
     """The first key of a wire command (None for keyless commands)."""
     name = str(command[0]).upper()
     if name in ("EVAL", "EVALSHA"):
         return command[3] if int(command[2]) > 0 else None
-    return command[1] if len(command) > 1 and name != "CONFIG" else None
+    return command[1] if len(command) > 1 and name not in ("CONFIG", *_WAITS) else None
 
 
-def pipeline_router(client: Any) -> Callable[[tuple[Any, ...]], dict[str, Any]]:
+Router = Callable[[Sequence[tuple[Any, ...]]], list[dict[str, Any]]]
+
+
+def pipeline_router(client: Any) -> Router:
     """Per-command pipeline options that route each command straight to its Cluster node.
 
     redis-py's sync ClusterPipeline asks a server (``COMMAND GETKEYS``) for the keys of every
     EVALSHA it queues: one extra round trip per pipeline. Naming the target node skips that;
-    on a MOVED reply the pipeline still re-routes as usual. Other clients need no options.
-    """
-    from redis.cluster import RedisCluster
-
-    if not isinstance(client, RedisCluster):
-        return lambda _command: {}
+    on a MOVED reply the pipeline still re-routes as usual. A ``WAIT`` / ``WAITAOF`` has no key
+    and counts what its own connection wrote: it goes to the node of the command before it, the
+    write it waits for (left to redis-py, a keyless command goes to a node of its choosing).
+    Other clients need no options. The slot map must be loaded (an async Cluster client loads
+    it lazily)."""
+    if not is_cluster_client(client):
+        return lambda commands: [{} for _command in commands]
 
     node_of: Callable[[Any], Any] = client.get_node_from_key
 
-    def route(command: tuple[Any, ...]) -> dict[str, Any]:
-        key = routing_key(command)
-        return {} if key is None else {"target_nodes": node_of(key)}
+    def route(commands: Sequence[tuple[Any, ...]]) -> list[dict[str, Any]]:
+        options: list[dict[str, Any]] = []
+        key = None
+        for command in commands:
+            if str(command[0]).upper() not in _WAITS:
+                key = routing_key(command)
+            options.append({} if key is None else {"target_nodes": node_of(key)})
+        return options
 
     return route

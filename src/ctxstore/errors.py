@@ -161,6 +161,21 @@ class BackendBusyError(BackendError):
     """Redis is up but cannot serve now (busy script, loading, out of memory); retry later."""
 
 
+class DurabilityError(BackendError):
+    """A write of a store connected with ``durability=`` was applied on the primary, but the
+    replica (``"replica"``: ``WAIT``) or the local fsync (``"aof"``: ``WAITAOF``) did not confirm
+    it within ``durability_timeout``: it may or may not survive a failover (or a crash).
+
+    It did not fail: the write exists on the primary and the call ran to its end (an engine's
+    state moved on as after a save). Read before writing it again. ``result`` is what the call
+    returned on the primary.
+    """
+
+    def __init__(self, message: str, *, result: Any = None, **details: Any) -> None:
+        super().__init__(message, **details)
+        self.result = result
+
+
 __all__ = [
     "BackendBusyError",
     "BackendError",
@@ -175,6 +190,7 @@ __all__ = [
     "ConflictError",
     "CorruptionError",
     "CtxStoreError",
+    "DurabilityError",
     "EmptyBranchError",
     "HeadConflictError",
     "InvalidIdError",

@@ -6,13 +6,17 @@ from collections.abc import Callable
 from typing import Any
 
 from ctxstore.connection import (
+    DEFAULT_SOCKET_TIMEOUT,
     adopt_client,
     is_cluster_client,
     is_memory_client,
     make_client,
     parse_url,
+    socket_timeout_of,
 )
+from ctxstore.core.durability import DEFAULT_DURABILITY_TIMEOUT, Durability, durability_setting
 from ctxstore.core.keys import Keyspace
+from ctxstore.core.server_checks import durability_checked_key
 from ctxstore.core.state import (
     Limits,
     StoreState,
@@ -37,6 +41,8 @@ def store_parts(
     cache_bytes: int | None = None,
     token_model: str | None = None,
     estimate_tokens: TokenCounter | None = None,
+    durability: object = None,
+    durability_timeout: object = DEFAULT_DURABILITY_TIMEOUT,
 ) -> tuple[Any, StoreState, bool]:
     """(client, state, whether the store owns the client) for a URL or an existing client.
 
@@ -52,12 +58,24 @@ def store_parts(
     keyspace = Keyspace(prefix=prefix, namespace=namespace)
     if url is None or isinstance(url, str):
         target = parse_url(url)
+        durable = _durability(
+            durability,
+            durability_timeout,
+            embedded=target.kind == "memory",
+            socket_timeout=options.get("socket_timeout", DEFAULT_SOCKET_TIMEOUT),
+        )
         client = make_client(target, options, asynchronous=asynchronous)
         owns = True
         # A private memory:// store is a server of its own; anything else is named by its URL.
         server = None if target.kind == "memory" and not target.name else target.url
     else:
         client = adopt_client(url, asynchronous=asynchronous)
+        durable = _durability(
+            durability,
+            durability_timeout,
+            embedded=is_memory_client(client),
+            socket_timeout=socket_timeout_of(client),
+        )
         owns = False
         server = None
     state = StoreState(
@@ -70,5 +88,24 @@ def store_parts(
         cache=shared_chain_cache(server, keyspace.base, cache_bytes),
         cluster=is_cluster_client(client),
         message_tokens=counter,
+        durability=durable,
+    )
+    state.check_durability = durable is not None and not server_checked(
+        durability_checked_key(state)
     )
     return client, state, owns
+
+
+def _durability(
+    mode: object, timeout: object, *, embedded: bool, socket_timeout: float | None
+) -> Durability | None:
+    """The durability setting, refused on the embedded store: it keeps everything in this
+    process, with no replica to wait for and no file to fsync, so a write there can never be
+    what ``durability=`` promises (saying yes would promise what a crash takes away)."""
+    durable = durability_setting(mode, timeout, socket_timeout)
+    if durable is not None and embedded:
+        raise ConfigurationError(
+            f"durability={durable.mode!r} needs a Redis server: the embedded store (memory://) "
+            "keeps its data in this process only, with no replica and no append-only file"
+        )
+    return durable

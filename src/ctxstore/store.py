@@ -25,6 +25,7 @@ from ctxstore.core import (
     verify,
 )
 from ctxstore.core import messages as messages_ops
+from ctxstore.core.durability import DEFAULT_DURABILITY_TIMEOUT, DurabilityMode
 from ctxstore.core.failures import TRANSPORT_ERRORS
 from ctxstore.core.jobs import CompactionTrigger
 from ctxstore.core.protocol import Exchange, Operation, Outcome, WireCommand
@@ -103,9 +104,9 @@ class Store:
 
     def run(self, operation: Operation[T]) -> T:
         """Drive a core operation to its result, one round trip per step."""
-        if self._state.check_server:
+        if self._state.checks_due:
             operation = with_startup_checks(self._state, operation)
-        exchange = Exchange(operation)
+        exchange = Exchange(operation, self._state.durability)
         while not exchange.done:
             try:
                 replies = self._send(exchange.request())
@@ -123,8 +124,8 @@ class Store:
             except ResponseError as error:
                 return [error]
         pipe = self._client.pipeline(transaction=False)
-        for command in commands:
-            pipe.execute_command(*command, **self._route(command))
+        for command, options in zip(commands, self._route(commands), strict=True):
+            pipe.execute_command(*command, **options)
         return list(pipe.execute(raise_on_error=False))
 
     # --- chats ---------------------------------------------------------------------------------
@@ -409,6 +410,8 @@ def connect(
     cache_bytes: int | None = None,
     token_model: str | None = None,
     estimate_tokens: TokenCounter | None = None,
+    durability: DurabilityMode | None = None,
+    durability_timeout: float = DEFAULT_DURABILITY_TIMEOUT,
     **options: Any,
 ) -> Store:
     """A sync store for ``url`` (see :mod:`ctxstore.connection`) or an existing redis-py client.
@@ -419,6 +422,9 @@ def connect(
     stores of one URL share one cache, the first store's bound holds until another sets one);
     ``token_model`` / ``estimate_tokens`` count the tokens stored with each message appended
     (see :mod:`ctxstore.tokens`; default ``o200k_base``);
+    ``durability`` (``"replica"`` / ``"aof"``) acknowledges a write only once a replica / the
+    local fsync confirmed it within ``durability_timeout`` seconds, else DurabilityError (see
+    :mod:`ctxstore.core.durability`; the server is checked at the first operation);
     other keyword arguments go to the redis-py client.
     """
     client, state, owns = store_parts(
@@ -432,6 +438,8 @@ def connect(
         cache_bytes=cache_bytes,
         token_model=token_model,
         estimate_tokens=estimate_tokens,
+        durability=durability,
+        durability_timeout=durability_timeout,
     )
     return Store(client, state, owns_client=owns)
 

@@ -113,3 +113,18 @@ def test_another_tenants_namespace_is_a_permission_error(
     assert globex.get_chat("secret").user_id == "bob"
     globex.close()
     intruder.close()
+
+
+def test_a_tenant_may_wait_for_its_writes(acl_server: servers.RedisProcess) -> None:
+    """durability="replica" sends WAIT: the tenant may (this server has no replica, so the
+    write is applied and then not confirmed, instead of refused)."""
+    store = ctxstore.connect(
+        tenant_url(acl_server, "acme"),
+        namespace="acme",
+        durability="replica",
+        durability_timeout=0.1,
+    )
+    with pytest.raises(ctxstore.DurabilityError):
+        store.upsert_chat("durable", "alice")
+    assert store.get_chat("durable").user_id == "alice"
+    store.close()

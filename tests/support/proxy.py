@@ -1,6 +1,9 @@
-"""A TCP proxy in front of a redis-server that can lose one reply: the server runs the command,
-the client's connection breaks before the reply arrives, and redis-py sends the command again
-on a new connection. The situation every write must survive without applying twice."""
+"""TCP proxies for failure tests.
+
+:class:`ReplyDroppingProxy` sits in front of a redis-server and can lose one reply: the server
+runs the command, the client's connection breaks before the reply arrives, and redis-py sends
+the command again on a new connection. The situation every write must survive without applying
+twice. :class:`PartitionableLink` carries a replica's link to its primary and can cut it."""
 
 from __future__ import annotations
 
@@ -73,6 +76,75 @@ class ReplyDroppingProxy:
         self._listener.close()
 
     def __enter__(self) -> ReplyDroppingProxy:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class PartitionableLink:
+    """A full-duplex TCP link to ``upstream`` (a replica's connection to its primary) that can
+    be cut like a network partition: after :meth:`partition`, nothing passes either way (what
+    arrives is dropped), while both ends keep their connections open."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self._upstream = (host, port)
+        self._listener = socket.socket()
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(8)
+        self.port: int = self._listener.getsockname()[1]
+        self._partitioned = threading.Event()
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def partition(self) -> None:
+        self._partitioned.set()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                near, _ = self._listener.accept()
+            except OSError:
+                return
+            if self._partitioned.is_set():  # a partition refuses new connections too
+                near.close()
+                continue
+            try:
+                far = socket.create_connection(self._upstream)
+            except OSError:
+                near.close()
+                continue
+            with self._lock:
+                self._sockets += [near, far]
+            threading.Thread(target=self._pump, args=(near, far), daemon=True).start()
+            threading.Thread(target=self._pump, args=(far, near), daemon=True).start()
+
+    def _pump(self, source: socket.socket, target: socket.socket) -> None:
+        try:
+            while True:
+                data = source.recv(65536)
+                if not data:
+                    return
+                if not self._partitioned.is_set():
+                    target.sendall(data)
+        except OSError:
+            return
+
+    def close(self) -> None:
+        self._partitioned.set()
+        self._listener.close()
+        with self._lock:
+            for sock in self._sockets:
+                sock.close()
+
+    def __enter__(self) -> PartitionableLink:
         return self
 
     def __exit__(

@@ -1,4 +1,5 @@
-"""Real Redis servers for the test session: one standalone server and a 3-master Cluster.
+"""Real Redis servers for the test session: one standalone server and a 3-master Cluster, and
+for the tests that need one, a primary with a replica.
 
 Each runs from a temporary directory on free loopback ports and is stopped at the end of the
 session. Without ``redis-server`` on PATH the tests that need a server are skipped, unless
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -67,6 +69,8 @@ class RedisProcess:
         return redis.Redis(host=HOST, port=self.port)
 
     def stop(self) -> None:
+        if self.process.poll() is None:
+            self.process.send_signal(signal.SIGCONT)  # a stopped server cannot act on SIGTERM
         self.process.terminate()
         try:
             self.process.wait(timeout=10)
@@ -204,3 +208,52 @@ def _wait_for_cluster(nodes: list[RedisProcess], timeout: float = 30.0) -> None:
             return
         time.sleep(0.1)
     raise RuntimeError("the test cluster did not reach cluster_state:ok")
+
+
+@dataclass
+class ReplicaPair:
+    primary: RedisProcess
+    replica: RedisProcess
+
+
+def start_replica(directory: Path, primary_port: int) -> RedisProcess:
+    """A replica of the server at ``primary_port`` (a proxy in front of it works too)."""
+    return start_redis(directory, "--replicaof", HOST, str(primary_port))
+
+
+def start_primary(directory: Path) -> RedisProcess:
+    """A server that sends its first full sync at once (Redis waits 5 s for more replicas)."""
+    return start_redis(directory, "--repl-diskless-sync-delay", "0")
+
+
+def wait_for_replication(
+    primary: RedisProcess, replica: RedisProcess, timeout: float = 20.0
+) -> None:
+    """Until a write on the primary is acknowledged by the replica through ``WAIT``. (A replica
+    that finished a diskless sync is "online" before the primary streams to it: that starts at
+    its first acknowledgement, up to a second later.) Leaves the key ``test:replication``."""
+    deadline = time.monotonic() + timeout
+    client = primary.client()
+    try:
+        while time.monotonic() < deadline:
+            client.incr("test:replication")
+            if client.execute_command("WAIT", 1, 100) == 1:
+                return
+    finally:
+        client.close()
+    raise RuntimeError(f"the replica on port {replica.port} does not acknowledge its primary")
+
+
+@contextmanager
+def replica_pair(directory: Path) -> Iterator[ReplicaPair]:
+    """A primary and one replica of it, in sync."""
+    primary = start_primary(directory / "primary")
+    replica = None
+    try:
+        replica = start_replica(directory / "replica", primary.port)
+        wait_for_replication(primary, replica)
+        yield ReplicaPair(primary, replica)
+    finally:
+        if replica is not None:
+            replica.stop()
+        primary.stop()

@@ -118,6 +118,7 @@ def _create_call(
         ),
         parse=_one_branch(chat),
         context=chat_context(chat.chat_id),
+        writes=True,
     )
 
 
@@ -192,5 +193,6 @@ def set_active_branch(
         (*scope_args(user_id, incarnation), name),
         parse=_one_branch(chat),
         context=chat_context(chat_id),
+        writes=True,
     )
     return info

@@ -134,6 +134,7 @@ def update_chat(
         ),
         parse=lambda reply: (bool(reply[0]), chat_meta(chat_id, chat.key("chat"), reply[1])),
         context=chat_context(chat_id),
+        writes=True,
     )
     if in_script_index:
         indexed, meta = yield call
@@ -234,6 +235,7 @@ def add_usage(
             name[len(USAGE_PREFIX) :]: int(value) for name, value in pairs(reply).items()
         },
         context=chat_context(chat_id),
+        writes=True,
     )
     return totals
 
@@ -250,6 +252,7 @@ def delete_chat(state: StoreState, chat_id: str, *, user_id: str | None = None) 
         (user_id or "",),
         parse=lambda reply: (bool(reply[0]), text(reply[1])),
         context=chat_context(chat_id),
+        writes=lambda deleted_owner: deleted_owner[0],
     )
     if deleted:
         state.owners.forget(chat_id)

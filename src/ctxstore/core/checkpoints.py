@@ -37,6 +37,7 @@ def upsert_checkpoint(
         (*scope_args(user_id, incarnation), name, message_id, state.clock(), new_request_id()),
         parse=lambda raw: checkpoint_info(name, raw, chat.key("checkpoint"))[0],
         context=chat_context(chat_id),
+        writes=True,
     )
     return info
 
@@ -110,5 +111,6 @@ def delete_checkpoint(
         (*scope_args(user_id, incarnation), name, new_request_id(), state.clock()),
         parse=bool,
         context=chat_context(chat_id),
+        writes=lambda deleted: deleted,
     )
     return deleted

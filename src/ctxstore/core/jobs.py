@@ -71,5 +71,6 @@ def enqueue_compaction(
         ("XADD", stream, "MAXLEN", "~", JOB_STREAM_MAXLEN, "*", *fields),
         (stream,),
         parse=lambda raw: raw.decode() if isinstance(raw, bytes) else str(raw),
+        writes=True,
     )
     return entry

@@ -46,6 +46,7 @@ def _lease(
         (*scope_args(user_id, incarnation), action, token, state.clock(), ttl_ms, job),
         parse=parse,
         context=chat_context(chat_id),
+        writes=True,
     )
     return result
 

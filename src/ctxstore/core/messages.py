@@ -206,6 +206,7 @@ def append(
         ("\t".join(fields), "\t".join(chosen_ids), entries, *records),
         parse=lambda reply: _parse_append(reply, chosen_ids, tags),
         context=chat_context(chat_id),
+        writes=True,
     )
     if in_script_index:
         result, stored_owner, indexed, enqueued, head_tokens = yield call

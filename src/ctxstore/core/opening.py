@@ -60,6 +60,9 @@ def open_chat_op(
         ),
         parse=lambda reply: _parse(chat_id, chat.key("chat"), chat.key("branch"), reply),
         context=chat_context(chat_id),
+        # Whether it creates is known from the reply only: the wait is sent every time, and
+        # judged when the chat was created or metadata merged.
+        writes=lambda parsed: bool(parsed[0] or meta_args),
     )
     state.owners.remember(chat_id, meta.user_id)
     chain = None

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ctxstore.core.cache import DEFAULT_CACHE_BYTES, ChainCache
+from ctxstore.core.durability import Durability
 from ctxstore.core.keys import Keyspace
 from ctxstore.errors import ConfigurationError
 from ctxstore.tokens import MessageCounter, message_counter
@@ -176,3 +177,12 @@ class StoreState:
     #: A Redis Cluster: the chat indexes live on other nodes than the chat, so scripts cannot
     #: move them and they are sent beside the script instead.
     cluster: bool = False
+    #: What each write waits for before it is acknowledged (``connect(durability=...)``).
+    durability: Durability | None = None
+    #: Whether the server still has to show it has the wait command (once per process).
+    check_durability: bool = False
+
+    @property
+    def checks_due(self) -> bool:
+        """Whether the next operation starts with the server checks."""
+        return self.check_server or self.check_durability

@@ -142,5 +142,6 @@ def write_summary(
         (*scope_args(user_id, incarnation), message_id, member, job),
         parse=parse,
         context=chat_context(chat_id),
+        writes=True,
     )
     return result

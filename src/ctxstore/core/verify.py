@@ -658,6 +658,7 @@ def _repair_call(snapshot: _Snapshot, plan: _Plan) -> Call[tuple[str, int]]:
         ),
         parse=lambda reply: (text(reply[0]), int(reply[1])),
         context=chat_context(snapshot.keys.chat_id),
+        writes=True,
     )
 
 
