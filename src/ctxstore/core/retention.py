@@ -86,5 +86,6 @@ def expire_chat(
         (*scope_args(user_id, incarnation), ttl_arg(milliseconds)),
         parse=lambda reply: int(reply) / 1000 if reply not in (b"", "") else None,
         context=chat_context(chat_id),
+        writes=True,
     )
     return stored

@@ -117,6 +117,7 @@ def _lease_call(
         ),
         parse=parse,
         context=chat_context(chat_id),
+        writes=lambda grant: grant.granted,
     )
     return grant
 
