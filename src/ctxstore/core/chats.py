@@ -164,16 +164,21 @@ def with_touch(
 ) -> Operation[T]:
     """Run a write that bumps ``updated_at`` and move the chat forward in its indexes.
 
-    With the owner cached, the index commands share the script's round trip (``ZADD GT now``).
-    If the script then fails, the chat has still moved up in listings although no chat data
-    changed; listings repair the score. Without a cached owner the commands follow the script,
-    with the owner and time its reply names. Index failures never fail the write: the write is
-    done, and a stale index entry is repaired by the next listing.
+    With the owner cached, the index touches share the script's round trip (``touch_index.lua``
+    at ``now``, each returning the score it replaced). If the script then fails, one more
+    round trip puts those scores back, so a refused write never moves the chat in a listing.
+    Without a cached owner the touches follow the script, with the owner and time its reply
+    names. Index failures never fail the write: the write is done, and a stale index entry is
+    repaired by the next listing that reads it.
     """
     owner = state.owners.get(chat_id)
     if owner is not None:
-        outcomes = yield (call, *indexes.touch_calls(state, chat_id, owner, now, "GT"))
+        outcomes = yield (call, *indexes.touch_script_calls(state, chat_id, owner, now))
         log_index_failures(outcomes[1:])
+        if isinstance(outcomes[0], CtxStoreError):
+            restores = indexes.restore_calls(state, chat_id, owner, now, outcomes[1:])
+            if restores:
+                log_index_failures((yield restores))
         first: T = _first(outcomes)
         return first
     result: T = yield call
