@@ -177,11 +177,14 @@ def _raw(value: bytes | str) -> bytes:
 
 @dataclass(frozen=True, slots=True)
 class _Place:
-    """A chat's place in a listing: where it stands, and the chat (None: left out, corrupt)."""
+    """A chat's place in a listing: where it stands, the chat (None: left out, corrupt), and
+    the repair its entry needs once the listing has passed it (a score below the chat's time:
+    moved up before the listing passed it, it would land behind the listing and be missed)."""
 
     position: Position
     chat_id: str
     info: ChatInfo | None
+    repair: indexes.Repair | None = None
 
 
 @dataclass
@@ -220,11 +223,7 @@ def _read_stretch(
         for entry, info in zip(readable, infos, strict=True)
         if (place := _place(entry, info, user_id, repairs)) is not None
     ]
-    if repairs:
-        outcomes = yield (indexes.repair_call(index, repairs),)
-        for outcome in outcomes:
-            if isinstance(outcome, CtxStoreError):
-                log.warning("chat index repair failed (a later listing retries): %s", outcome)
+    yield from _repair(index, repairs)
     places.sort(key=lambda place: place.position, reverse=True)
     boundary = stretch.after
     stretch.places = [p for p in places if boundary is None or p.position >= boundary]
@@ -251,9 +250,21 @@ def _place(
         repairs.append((member, score, None))
         return None
     truth = float(outcome.updated_at)
-    if truth != score:
+    if truth < score:  # moves down: the listing reaches it there
         repairs.append((member, score, outcome.updated_at))
-    return _Place((min(score, truth), member), chat_id, outcome)
+    elif truth > score:
+        return _Place((score, member), chat_id, outcome, (member, score, outcome.updated_at))
+    return _Place((truth, member), chat_id, outcome)
+
+
+def _repair(index: str, repairs: list[indexes.Repair]) -> Operation[None]:
+    """Apply repairs (one script call), logging a failure: the listing itself stands."""
+    if not repairs:
+        return
+    outcomes = yield (indexes.repair_call(index, repairs),)
+    for outcome in outcomes:
+        if isinstance(outcome, CtxStoreError):
+            log.warning("chat index repair failed (a later listing retries): %s", outcome)
 
 
 def _chat_id(member: bytes) -> str | None:
@@ -286,6 +297,7 @@ def list_chats(
     start: int | Position | None = offset if wanted is None else 0
     to_skip = 0 if wanted is None else offset
     found: list[ChatInfo] = []
+    passed: list[indexes.Repair] = []
     taken = 0  # places of this page used, by chats and by chats left out
     while start is not None and (limit is None or taken < limit):
         chunk = (
@@ -296,6 +308,8 @@ def list_chats(
         for place in stretch.places:
             if limit is not None and taken >= limit:
                 break
+            if place.repair is not None:
+                passed.append(place.repair)
             if wanted is not None and (place.info is None or not _matches(place.info, wanted)):
                 continue
             if to_skip:
@@ -304,6 +318,7 @@ def list_chats(
             taken += 1
             if place.info is not None:
                 found.append(place.info)
+    yield from _repair(index, passed)
     return found
 
 
@@ -322,29 +337,35 @@ def list_chats_page(
         raise ValidationError(f"limit must be an integer from 1 to {MAX_PAGE}, got {limit!r}")
     after = None if cursor is None else decode_cursor(cursor)
     index = _index_of(state, user_id)
-    start: int | Position | None = 0 if after is None else after
+    start: int | Position = 0 if after is None else after
     chats: list[ChatInfo] = []
     skipped: list[str] = []
+    passed: list[indexes.Repair] = []
     last: Position | None = None
-    taken = 0
-    while start is not None:
-        # One entry more than the page needs: a page that ends the listing says so.
-        chunk = min(limit - taken + 1, SCAN_CHUNK)
+    taken = 0  # places of the page used, by chats and by chats left out as corrupt
+    while True:
+        # The stretch that can end the page reads one entry more than the page needs: a page
+        # that ends the listing says so.
+        left = limit - taken
+        chunk = left + 1 if left <= SCAN_CHUNK else SCAN_CHUNK
         stretch = yield from _read_stretch(state, index, user_id, start, chunk)
         skipped += stretch.bad_members
-        for place in stretch.places:
-            if taken == limit:
-                return ChatPage(tuple(chats), encode_cursor(_given(last)), tuple(skipped))
+        for place in stretch.places[:left]:
             taken += 1
             last = place.position
+            if place.repair is not None:
+                passed.append(place.repair)
             if place.info is None:
                 skipped.append(place.chat_id)
             else:
                 chats.append(place.info)
+        more = len(stretch.places) > left or (taken == limit and stretch.after is not None)
+        if more or stretch.after is None:
+            break
         start = stretch.after
-        if taken == limit and start is not None:
-            return ChatPage(tuple(chats), encode_cursor(_given(last)), tuple(skipped))
-    return ChatPage(tuple(chats), None, tuple(skipped))
+    yield from _repair(index, passed)
+    next_cursor = encode_cursor(_given(last)) if more else None
+    return ChatPage(tuple(chats), next_cursor, tuple(skipped))
 
 
 def _given(position: Position | None) -> Position:
