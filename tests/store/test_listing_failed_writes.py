@@ -140,3 +140,59 @@ def test_a_failed_write_to_a_missing_chat_lists_nothing(store: Any) -> None:
     with pytest.raises(ctxstore.ChatNotFoundError):
         store.append("c1", "main", [USER_MESSAGE], expected_head=None)
     assert listing_view(store) == before
+
+
+def _between_round_trips(operation: Any, meanwhile: Callable[[], None]) -> Any:
+    """``operation``, with ``meanwhile`` run after its first round trip (another client's
+    command landing between the write and what follows it)."""
+    result = yield next(operation)
+    meanwhile()
+    step = operation.send(result)
+    while True:
+        result = yield step
+        step = operation.send(result)
+
+
+@pytest.mark.parametrize("moved", [False, True])
+def test_a_refused_write_puts_back_only_the_score_its_touch_set(
+    store: Any, backend: str, moved: bool
+) -> None:
+    """The index touches that ride beside a write (as on a Redis Cluster) are undone when the
+    write is refused, unless another write moved the entry in between: that one stays."""
+    from ctxstore.core import chats
+    from tests.support.keyspace import raw_client
+
+    make_four(store)
+    store.state.cluster = True  # every backend takes the Cluster's path
+    index = store.state.keyspace.all_chats_index
+    raw = raw_client(backend)
+    before = raw.zscore(index, "c0")
+    later = 1_900_000_000_000
+
+    def another_writer() -> None:
+        assert raw.zscore(index, "c0") > before  # the touch has moved the entry
+        if moved:
+            raw.zadd(index, {"c0": later})
+
+    operation = chats.update_chat(store.state, "c0", title="t", user_id="mallory")
+    with pytest.raises(ctxstore.PermissionDeniedError):
+        store.run(_between_round_trips(operation, another_writer))
+    assert raw.zscore(index, "c0") == (later if moved else before)
+    raw.close()
+
+
+def test_what_a_refused_write_puts_back() -> None:
+    """Per index: the old score when the touch raised it, a removal when the touch created the
+    entry, nothing when the entry was already at or past the write's time or the touch failed."""
+    from ctxstore.core import indexes
+    from ctxstore.core.state import StoreState
+
+    state = StoreState()
+    restores = indexes.restore_calls(state, "c0", "alice", 100, ["40", None])
+    assert [call.args for call in restores] == [("c0", "100.0", "40"), ("c0", "100.0", "")]
+    assert [call.keys for call in restores] == [
+        (key,) for key in state.keyspace.indexes_of("alice")
+    ]
+    failed = ctxstore.BackendUnavailableError("down")
+    assert indexes.restore_calls(state, "c0", "alice", 100, ["100", "150"]) == ()
+    assert indexes.restore_calls(state, "c0", "alice", 100, [failed, failed]) == ()

@@ -1,7 +1,7 @@
 """Listing chats: newest ``updated_at`` first, by user or for the whole namespace.
 
 The index (a sorted set, score = ``updated_at``) gives the order; the chat hashes give the truth.
-A listing reads a stretch of index entries (:mod:`lua/read_index.lua`), then the chat hashes of
+A listing reads a stretch of index entries (``lua/read_index.lua``), then the chat hashes of
 those entries in one pipeline, and checks every entry against its chat before it uses it:
 
 * an entry whose chat is gone, or (in a user's index) belongs to someone else, or whose member
@@ -331,7 +331,8 @@ def list_chats_page(
 ) -> Operation[ChatPage]:
     """One page of chats newest first, and the cursor of the next (None after the last).
 
-    A corrupt chat takes its place in the page and is named in ``skipped`` instead of listed.
+    A corrupt chat takes its place in the page and is named in ``skipped`` instead of listed;
+    an index member that is no chat id is named there too, and removed from the index.
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise ValidationError(f"limit must be an integer from 1 to {MAX_PAGE}, got {limit!r}")
