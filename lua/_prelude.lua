@@ -529,6 +529,38 @@ local function newer(stored, now)
   return current
 end
 
+-- Refuses (LIMIT, before anything is written) a metadata merge that would leave the chat with
+-- more than max_keys metadata keys or max_bytes bytes of them (every "m:<key>" field name and
+-- value counted): the pairs are args[first..], the chat's own fields are read one by one, never
+-- unpacked (a chat written before the bounds may hold thousands).
+local function check_metadata_merge(chat_key, args, first, max_keys, max_bytes)
+  local sizes, keys, bytes = {}, 0, 0
+  local stored = redis.call('HGETALL', chat_key)
+  for i = 1, #stored, 2 do
+    if string.sub(stored[i], 1, 2) == 'm:' then
+      sizes[stored[i]] = #stored[i] + #stored[i + 1]
+      keys = keys + 1
+      bytes = bytes + sizes[stored[i]]
+    end
+  end
+  for i = first, #args, 2 do
+    local before = sizes[args[i]]
+    if before then
+      bytes = bytes - before
+    else
+      keys = keys + 1
+    end
+    sizes[args[i]] = #args[i] + #(args[i + 1] or '')
+    bytes = bytes + sizes[args[i]]
+  end
+  if keys > max_keys then
+    fail('LIMIT', {what = 'metadata keys', limit = max_keys, size = keys})
+  end
+  if bytes > max_bytes then
+    fail('LIMIT', {what = 'metadata bytes', limit = max_bytes, size = bytes})
+  end
+end
+
 -- Resend detection ------------------------------------------------------------------------------
 
 -- The summary a write with this request id left, or nil. Ids live at least a minute.

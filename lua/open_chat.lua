@@ -15,16 +15,19 @@
 -- ARGV[7] known_inc  the incarnation that chain was read from
 -- ARGV[8] inline     the most records to return in the reply (see get_chain.lua)
 -- ARGV[9] known_tag  the tag of the record at `known` when the caller read it
--- ARGV[10..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
+-- ARGV[10] max_keys   the most metadata keys the chat may hold after the merge
+-- ARGV[11] max_bytes  the most bytes of metadata (field names and values) after the merge
+-- ARGV[12..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
 -- Reply: {created (0|1), flat HGETALL of the chat hash, active branch, its record,
 --         then the chain read of get_chain.lua when load is "1" (head, length, base, covered,
 --         records, left, next), else nothing more}
 -- Errors: FORBIDDEN when another user owns the chat (nothing is written or read), CORRUPT,
---         LIMIT (chain longer than max_depth: checked before anything is written).
+--         LIMIT (chain longer than max_depth, or metadata past max_keys / max_bytes once
+--         merged: checked before anything is written, so a refused new chat is not created).
 -- This is upsert_chat, and the first call of a context engine: the owner check, the metadata
 -- merge and the read of the conversation happen in one script, one round trip.
 
-local FIRST_METADATA_ARG = 10
+local FIRST_METADATA_ARG = 12
 
 return run(function()
   local chat, now = KEYS[1], tonumber(ARGV[2])
@@ -34,7 +37,8 @@ return run(function()
   if load == '2' then
     load = redis.call('ZCARD', KEYS[5]) > 0 and '0' or '1'
   end
-  if redis.call('EXISTS', chat) == 1 then
+  local exists = redis.call('EXISTS', chat) == 1
+  if exists then
     local _owner
     _owner, inc, fields = open_chat(chat, ARGV[1], '', {'updated_at', 'active_branch'})
     active = fields[2]
@@ -47,7 +51,11 @@ return run(function()
     if load == '1' and record.depth > tonumber(ARGV[5]) then
       fail('LIMIT', {what = 'chain depth', limit = tonumber(ARGV[5]), length = record.depth})
     end
-  else
+  end
+  if #ARGV >= FIRST_METADATA_ARG then
+    check_metadata_merge(chat, ARGV, FIRST_METADATA_ARG, tonumber(ARGV[10]), tonumber(ARGV[11]))
+  end
+  if not exists then
     created = 1
     redis.call('HSET', chat, 'user_id', ARGV[1], 'fmt', FORMAT, 'inc', inc,
                'created_at', now, 'updated_at', now, 'active_branch', 'main',

@@ -10,16 +10,22 @@
 -- ARGV[5] title       the new title
 -- ARGV[6] chat_id     the chat's id, for the index entries ("" without KEYS[2..3])
 -- ARGV[7] index_owner the owner the index keys were built for ("" without them)
--- ARGV[8..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
+-- ARGV[8] max_keys    the most metadata keys the chat may hold after the merge
+-- ARGV[9] max_bytes   the most bytes of metadata (field names and values) after the merge
+-- ARGV[10..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
 -- Reply: {indexed (0|1), flat HGETALL of the chat hash}
--- Errors: NOT_FOUND when the chat does not exist, FORBIDDEN, REPLACED.
+-- Errors: NOT_FOUND when the chat does not exist, FORBIDDEN, REPLACED, LIMIT (the metadata
+--         past max_keys / max_bytes once merged; nothing is written, the title included).
 -- Each metadata key is its own hash field, so concurrent merges of different keys all survive.
 -- The index entries move inside the script, so a refused update never moves the chat up.
 
-local FIRST_METADATA_ARG = 8
+local FIRST_METADATA_ARG = 10
 
 return run(function()
   local owner, _, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'updated_at'})
+  if #ARGV >= FIRST_METADATA_ARG then
+    check_metadata_merge(KEYS[1], ARGV, FIRST_METADATA_ARG, tonumber(ARGV[8]), tonumber(ARGV[9]))
+  end
   if ARGV[4] == '1' then
     redis.call('HSET', KEYS[1], 'title', ARGV[5])
   end

@@ -76,6 +76,7 @@ _LAZY: dict[str, str] = {
     "ChatGraph": "ctxstore.models",
     "ChatInfo": "ctxstore.models",
     "ChatMeta": "ctxstore.models",
+    "ChatPage": "ctxstore.results",
     "CheckpointInfo": "ctxstore.models",
     "ContextEngine": "ctxstore.context",
     "Fragment": "ctxstore.context",
@@ -144,6 +145,7 @@ __all__ = [
     "ChatInfo",
     "ChatMeta",
     "ChatNotFoundError",
+    "ChatPage",
     "ChatReplacedError",
     "CheckpointInfo",
     "CheckpointNotFoundError",
@@ -300,6 +302,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, imported
     from ctxstore.results import (
         AppendResult,
         BranchChain,
+        ChatPage,
         NewMessage,
         OpenedChat,
         StoredMessage,

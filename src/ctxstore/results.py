@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from typing_extensions import NotRequired, TypedDict
 
 if TYPE_CHECKING:
-    from ctxstore.models import BranchInfo, ChatMeta
+    from ctxstore.models import BranchInfo, ChatInfo, ChatMeta
 
 ConflictPolicy = Literal["raise", "rebase", "fork"]
 ExistingPolicy = Literal["raise", "fork"]
@@ -126,3 +126,18 @@ class OpenedChat:
     created: bool
     branch: BranchInfo
     messages: list[StoredMessage]
+
+
+@dataclass(frozen=True)
+class ChatPage:
+    """One page of a chat listing, newest first (``store.list_chats_page``).
+
+    ``next_cursor`` continues after this page (None: this page ends the listing). ``skipped``
+    names the chats left out of this page as corrupt (their hash is not what ctxstore writes,
+    or the index holds something that is no chat id); each is logged on the ``ctxstore``
+    logger too.
+    """
+
+    chats: tuple[ChatInfo, ...]
+    next_cursor: str | None
+    skipped: tuple[str, ...] = ()

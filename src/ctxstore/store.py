@@ -38,6 +38,7 @@ from ctxstore.results import (
     AppendResult,
     BranchChain,
     ChainSize,
+    ChatPage,
     ConflictPolicy,
     ExistingPolicy,
     MessageInput,
@@ -187,6 +188,15 @@ class Store:
             listing.list_chats(
                 self._state, user_id=user_id, metadata=metadata, limit=limit, offset=offset
             )
+        )
+
+    def list_chats_page(
+        self, *, user_id: str | None = None, cursor: str | None = None, limit: int = 50
+    ) -> ChatPage:
+        """One page of chats newest first and the cursor of the next (None after the last);
+        a chat not updated while paging appears exactly once, one updated moves to the front."""
+        return self.run(
+            listing.list_chats_page(self._state, user_id=user_id, cursor=cursor, limit=limit)
         )
 
     def delete_chat(self, chat_id: str, *, user_id: str | None = None) -> bool:

@@ -83,6 +83,9 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     store.upsert_chat("c1", "alice", {"a": 1})
     store.get_chat("c1")
     store.update_chat("c1", title="t")
+    store.state.cluster = True  # the index touches sent beside a write on a Redis Cluster
+    store.update_chat("c1", title="t2")
+    store.state.cluster = False
     store.add_usage("c1", {"input_tokens": 1})
     first = store.append("c1", "main", [{"role": "user", "content": "a"}] * 2, expected_head=None)
     store.get_message("c1", first.head_message_id)

@@ -15,7 +15,7 @@ from ctxstore.core.protocol import Arg, Call, Operation, script_call
 from ctxstore.core.records import METADATA_PREFIX, USAGE_KEY, USAGE_PREFIX, chat_meta, pairs, text
 from ctxstore.core.scripts import LuaScript, load_script
 from ctxstore.core.state import StoreState
-from ctxstore.errors import CtxStoreError, ValidationError
+from ctxstore.errors import CtxStoreError, LimitExceededError, ValidationError
 
 if TYPE_CHECKING:
     from ctxstore.models import ChatMeta
@@ -60,23 +60,45 @@ def check_title(title: object) -> str:
 
 
 def metadata_args(metadata: Mapping[str, Any] | None, state: StoreState) -> list[Arg]:
-    """``m:<key>``, msgpack value pairs for a shallow merge; validated before anything is sent."""
+    """``m:<key>``, msgpack value pairs for a shallow merge; validated before anything is sent.
+
+    The call's own metadata must fit ``Limits.max_metadata_keys`` and ``max_metadata_bytes``
+    (field names and values as stored); the script checks the merged total again, against what
+    the chat already holds.
+    """
     if metadata is None:
         return []
     if not isinstance(metadata, Mapping):
         raise ValidationError(f"metadata must be a mapping, got {type(metadata).__name__}")
+    limits = state.limits
+    check_metadata_size("metadata keys", len(metadata), limits.max_metadata_keys)
     args: list[Arg] = []
+    size = 0
     for key, value in metadata.items():
         check_name(key, "metadata key")
         if key == USAGE_KEY:
             raise ValidationError(
                 "metadata key 'usage' is kept by add_usage() and cannot be set directly"
             )
-        args += [
-            METADATA_PREFIX + key,
-            encode(value, what=f"metadata[{key!r}]", limit=state.limits.max_message_bytes),
-        ]
+        field = METADATA_PREFIX + key
+        packed = encode(value, what=f"metadata[{key!r}]", limit=limits.max_message_bytes)
+        size += len(field.encode("utf-8")) + len(packed)
+        check_metadata_size("metadata bytes", size, limits.max_metadata_bytes)
+        args += [field, packed]
     return args
+
+
+def check_metadata_size(what: str, size: int, limit: int) -> None:
+    """A chat's metadata within one of its bounds (the same error the scripts give)."""
+    if size > limit:
+        raise LimitExceededError(
+            f"{what} is over its limit of {limit}", what=what, limit=limit, size=size
+        )
+
+
+def metadata_limit_args(state: StoreState) -> tuple[int, int]:
+    """The ARGV of the scripts that merge metadata: the most keys and bytes a chat may hold."""
+    return state.limits.max_metadata_keys, state.limits.max_metadata_bytes
 
 
 def get_chat(
@@ -130,6 +152,7 @@ def update_chat(
             title or "",
             chat_id if in_script_index else "",
             (owner or "") if in_script_index else "",
+            *metadata_limit_args(state),
             *meta_args,
         ),
         parse=lambda reply: (bool(reply[0]), chat_meta(chat_id, chat.key("chat"), reply[1])),
@@ -165,16 +188,21 @@ def with_touch(
 ) -> Operation[T]:
     """Run a write that bumps ``updated_at`` and move the chat forward in its indexes.
 
-    With the owner cached, the index commands share the script's round trip (``ZADD GT now``).
-    If the script then fails, the chat has still moved up in listings although no chat data
-    changed; listings repair the score. Without a cached owner the commands follow the script,
-    with the owner and time its reply names. Index failures never fail the write: the write is
-    done, and a stale index entry is repaired by the next listing.
+    With the owner cached, the index touches share the script's round trip (``touch_index.lua``
+    at ``now``, each returning the score it replaced). If the script then fails, one more
+    round trip puts those scores back, so a refused write never moves the chat in a listing.
+    Without a cached owner the touches follow the script, with the owner and time its reply
+    names. Index failures never fail the write: the write is done, and a stale index entry is
+    repaired by the next listing that reads it.
     """
     owner = state.owners.get(chat_id)
     if owner is not None:
-        outcomes = yield (call, *indexes.touch_calls(state, chat_id, owner, now, "GT"))
+        outcomes = yield (call, *indexes.touch_script_calls(state, chat_id, owner, now))
         log_index_failures(outcomes[1:])
+        if isinstance(outcomes[0], CtxStoreError):
+            restores = indexes.restore_calls(state, chat_id, owner, now, outcomes[1:])
+            if restores:
+                log_index_failures((yield restores))
         first: T = _first(outcomes)
         return first
     result: T = yield call

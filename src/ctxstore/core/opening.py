@@ -7,7 +7,13 @@ from typing import TYPE_CHECKING, Any
 
 from ctxstore.core.cache import CachedChain
 from ctxstore.core.chain import parse_chain_reply
-from ctxstore.core.chats import chat_context, keys_for, metadata_args, touch_indexes
+from ctxstore.core.chats import (
+    chat_context,
+    keys_for,
+    metadata_args,
+    metadata_limit_args,
+    touch_indexes,
+)
 from ctxstore.core.ids import check_key_id, new_incarnation
 from ctxstore.core.messages import assemble_chain, read_args
 from ctxstore.core.protocol import Operation, script_call
@@ -56,6 +62,7 @@ def open_chat_op(
             new_incarnation(),
             ("2" if unless_summarized else "1") if load else "0",
             *read_args(state, max_depth, cached),
+            *metadata_limit_args(state),
             *meta_args,
         ),
         parse=lambda reply: _parse(chat_id, chat.key("chat"), chat.key("branch"), reply),

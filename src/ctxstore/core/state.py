@@ -38,6 +38,13 @@ class Limits:
     read_inline_messages: int = 128
     #: Most records one LRANGE of a long read asks for: Redis serves other clients between them.
     read_chunk_messages: int = 1024
+    #: Most metadata keys a chat holds, counting what it has and what an update merges in.
+    #: Every chat read returns the whole metadata (a listing page returns it for each chat),
+    #: so it is meant for a handful of labels and ids, not for data.
+    max_metadata_keys: int = 256
+    #: Most bytes of a chat's metadata as stored: every ``m:<key>`` field name and msgpack
+    #: value together (64 KiB: a listing page of 50 chats at the bound is 3.2 MiB).
+    max_metadata_bytes: int = 64 * 1024
 
     def __post_init__(self) -> None:
         for name in (
@@ -47,6 +54,8 @@ class Limits:
             "max_graph_messages",
             "read_inline_messages",
             "read_chunk_messages",
+            "max_metadata_keys",
+            "max_metadata_bytes",
         ):
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
