@@ -31,7 +31,8 @@ def test_a_save_after_another_turns_message_goes_to_a_side_branch(make_engine: A
     store.append("c1", "main", [{"role": "user", "content": "q2"}], expected_head=question)
     engine.set(ctxstore.assistant("a1"))
     saved = engine.save()
-    assert saved.forked and saved.forked_at == question
+    assert saved.forked
+    assert saved.forked_at == question
     assert saved.branch == engine.branch != "main"
     assert engine.head_message_id == saved
     assert [m["message"]["content"] for m in store.load_branch("c1").messages] == ["q1", "q2"]
@@ -41,7 +42,8 @@ def test_a_save_after_another_turns_message_goes_to_a_side_branch(make_engine: A
     # The engine goes on where its answer is.
     engine.set(ctxstore.user("q3"))
     follow = engine.save()
-    assert not follow.forked and follow.branch == saved.branch
+    assert not follow.forked
+    assert follow.branch == saved.branch
 
 
 def test_a_save_with_nothing_in_between_stays_on_the_branch(make_engine: Any) -> None:
@@ -51,7 +53,8 @@ def test_a_save_with_nothing_in_between_stays_on_the_branch(make_engine: Any) ->
     engine.resolve()
     engine.set(ctxstore.assistant("a1"))
     saved = engine.save()
-    assert not saved.forked and saved.branch == "main"
+    assert not saved.forked
+    assert saved.branch == "main"
 
 
 def test_an_engine_that_saved_nothing_rebases_onto_the_head(make_engine: Any) -> None:
@@ -61,7 +64,8 @@ def test_an_engine_that_saved_nothing_rebases_onto_the_head(make_engine: Any) ->
     first.save()
     second.set(ctxstore.user("q2"))
     saved = second.save()
-    assert not saved.forked and saved.branch == "main"
+    assert not saved.forked
+    assert saved.branch == "main"
     contents = [m["message"]["content"] for m in make_engine.store.load_branch("c1").messages]
     assert contents == ["q1", "q2"]
 
@@ -144,10 +148,9 @@ def check_answers(store: ctxstore.Store, chat: str, *, serialized: bool) -> None
     assert texts == expected  # every question and answer stored exactly once
     for node in graph.messages:
         if node.preview.startswith("a"):
-            parent = by_id[node.parent_id] if node.parent_id else None
-            assert parent is not None and parent.preview == "q" + node.preview[1:], (
-                f"{node.preview} follows {parent.preview if parent else None}"
-            )
+            assert node.parent_id is not None
+            parent = by_id[node.parent_id]
+            assert parent.preview == "q" + node.preview[1:], f"{node.preview} follows {parent}"
     main = [m["message"]["content"] for m in store.load_branch(chat, "main").messages]
     if serialized:
         assert len(main) == 2 * REQUESTS_PER_CHAT

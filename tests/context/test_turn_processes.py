@@ -75,7 +75,8 @@ def test_a_stopped_writer_cannot_write_after_its_lease_was_taken(
     lines = out.split()
     assert lines[0] == "lost"
     where = json.loads(out.splitlines()[-1])
-    assert where["forked"] and where["branch"] != "main"
+    assert where["forked"]
+    assert where["branch"] != "main"
     main = [m["message"]["content"] for m in store.load_branch("c1").messages]
     assert main == ["paused-q", "q2", "a2"]
     side = [m["message"]["content"] for m in store.load_branch("c1", where["branch"]).messages]

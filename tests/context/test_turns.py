@@ -65,8 +65,9 @@ def test_enqueue_gives_up_after_its_wait(make_engine: Any) -> None:
     holder, other = make_engine(), make_engine()
     with in_turn(holder, lease=60):
         started = time.monotonic()
-        with pytest.raises(ctxstore.ChatBusyError, match="after waiting"), in_turn(
-            other, "enqueue", wait=0.3
+        with (
+            pytest.raises(ctxstore.ChatBusyError, match="after waiting"),
+            in_turn(other, "enqueue", wait=0.3),
         ):
             pass
         assert time.monotonic() - started >= 0.3
@@ -119,8 +120,10 @@ def test_interrupt_takes_over_and_the_old_turn_cannot_write(make_engine: Any, sn
     assert contents(store) == ["q1", "q2", "a2"]
     # Outside the turn, the kept answer goes onto a side branch from the old turn's question.
     saved = old.save()
-    assert saved.forked and saved.forked_at == question
-    assert saved.branch != "main" and old.branch == saved.branch
+    assert saved.forked
+    assert saved.forked_at == question
+    assert saved.branch != "main"
+    assert old.branch == saved.branch
     assert contents(store, saved.branch) == ["q1", "late answer"]
     assert contents(store) == ["q1", "q2", "a2"]
     assert store.get_chat("c1").active_branch == "main"
@@ -157,7 +160,7 @@ def test_every_write_of_a_lost_turn_is_refused(make_engine: Any, snap: Any) -> N
         before = snap()
         for write in (
             lambda: old.rewind(head),
-            lambda: old.btw(),
+            old.btw,
             lambda: old.checkpoint("cp"),
             lambda: old.switch_branch("main"),
             lambda: old.update_chat(title="t"),

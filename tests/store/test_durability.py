@@ -272,6 +272,7 @@ WRITES: dict[str, Action] = {
 READS: dict[str, Action] = {
     "get_chat": lambda s, _c: s.get_chat("c1"),
     "list_chats": lambda s, _c: s.list_chats(user_id="alice"),
+    "list_chats_page": lambda s, _c: s.list_chats_page(user_id="alice", limit=5),
     "get_message": lambda s, c: s.get_message("c1", c.first),
     "get_chain": lambda s, c: s.get_chain("c1", c.head),
     "load_branch": lambda s, _c: s.load_branch("c1", max_tokens=100, after_summary=True),

@@ -44,8 +44,12 @@ def run_paused(engine: ctxstore.ContextEngine) -> None:
         except ctxstore.LeaseLostError:
             print("lost", flush=True)
     saved = engine.save()
-    print(json.dumps({"branch": saved.branch if saved else None, "forked": bool(saved and
-                      saved.forked)}), flush=True)
+    print(
+        json.dumps(
+            {"branch": saved.branch if saved else None, "forked": bool(saved and saved.forked)}
+        ),
+        flush=True,
+    )
 
 
 def main() -> None:
