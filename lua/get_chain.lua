@@ -50,7 +50,12 @@ return run(function()
       name = active
     end
     local record
-    record, raw_branch = read_branch(KEYS[5], name)
+    if ARGV[4] == '' then
+      record, raw_branch = read_active_branch(KEYS[1], KEYS[5], fields[1])
+    else
+      record, raw_branch = read_branch(KEYS[5], name)
+    end
+    check_message_at(KEYS[2], inc, KEYS[5], name, record.pos, record.id)
     head, depth = record.pos, record.depth
   elseif ARGV[3] == 'walk' then
     head = tonumber(ARGV[4])
@@ -74,7 +79,7 @@ return run(function()
       local pos, member = newest_summary(KEYS[4], KEYS[7], head)
       if member then
         summary_pos, summary_member = pos, member
-        summary_tok = summary_tokens(KEYS[7], member)
+        summary_tok = summary_tokens(KEYS[7], member, pos)
         before = select(2, tok_at(KEYS[6], pos))
         after = depth - depth_at(KEYS[4], pos)
         limit = after

@@ -17,6 +17,14 @@ def raw_client(url: str) -> Any:
 def snapshot(url: str, base: str) -> dict[bytes, Any]:
     """Every key under ``<base>:`` with its full content."""
     client = raw_client(url)
+    try:
+        return snapshot_of(client, base)
+    finally:
+        client.close()
+
+
+def snapshot_of(client: Any, base: str) -> dict[bytes, Any]:
+    """:func:`snapshot` through an open client (a test that takes many snapshots keeps one)."""
     pattern = f"{base}:*"
     result: dict[bytes, Any] = {}
     keys = (
@@ -33,5 +41,4 @@ def snapshot(url: str, base: str) -> dict[bytes, Any]:
             result[key] = ("zset", client.zrange(key, 0, -1, withscores=True))
         else:
             result[key] = (kind, client.dump(key))
-    client.close()
     return result

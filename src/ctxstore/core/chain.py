@@ -22,7 +22,7 @@ import msgpack
 
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Call, Operation, command_call
-from ctxstore.core.records import gc_paused, text
+from ctxstore.core.records import gc_paused
 from ctxstore.core.state import StoreState
 from ctxstore.errors import ChatReplacedError, CorruptionError, CtxStoreError
 from ctxstore.results import StoredMessage
@@ -114,15 +114,15 @@ def record_fields(
     record: Any, key: str, position: int
 ) -> tuple[int, int, dict[str, Any], str | None, str]:
     """(parent position, created_at, payload, chosen id or None, tag) of a decoded record."""
-    if not isinstance(record, list) or len(record) not in (5, 6):
+    if type(record) is not list or len(record) not in (5, 6):
         raise _bad_record(key, position)
     parent, created_at, payload, chosen, tag = record[0], record[1], record[2], *record[-2:]
     if (
-        not isinstance(parent, int)
-        or not isinstance(created_at, int)
-        or not isinstance(payload, dict)
-        or not (chosen is None or isinstance(chosen, str))
-        or not isinstance(tag, str)
+        type(parent) is not int
+        or type(created_at) is not int
+        or type(payload) is not dict
+        or not (chosen is None or type(chosen) is str)
+        or type(tag) is not str
     ):
         raise _bad_record(key, position)
     return parent_position(parent, position), created_at, payload, chosen, tag
@@ -163,7 +163,12 @@ def _decode_chain(
                 continue
             raise _bad_record(key, position)
         created_at, payload, chosen, tag = record[1], record[2], record[3], record[4]
-        if type(payload) is not dict or type(created_at) is not int or type(tag) is not str:
+        if (
+            type(payload) is not dict
+            or type(created_at) is not int
+            or type(tag) is not str
+            or type(record[0]) is not int
+        ):
             raise _bad_record(key, position)
         if chosen is None:
             message_id = f"{position}.{incarnation}.{tag}"
@@ -230,7 +235,7 @@ def fetch_ranges(
     for outcome in outcomes:
         if isinstance(outcome, CtxStoreError):
             raise outcome
-    if outcomes[-1] is None or text(outcomes[-1]) != incarnation:
+    if outcomes[-1] is None or outcomes[-1] != incarnation.encode():
         raise ChatReplacedError(
             f"chat {chat.chat_id!r} was deleted or re-created while it was being read",
             **context,

@@ -22,7 +22,7 @@ from ctxstore.core.ids import check_name, new_request_id, new_tags
 from ctxstore.core.jobs import CompactionTrigger, enqueue_compaction
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Arg, Operation, script_call
-from ctxstore.core.records import branch_info, text
+from ctxstore.core.records import branch_info, field_text, text
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
 from ctxstore.core.summaries import parse_summary_member
@@ -393,7 +393,7 @@ def walk_on(
                 *read_args(state, None, cached),
                 *Window(max_messages=remaining).args(),
             ),
-            parse=lambda raw: _parse_read(raw)[4],
+            parse=lambda raw: _parse_read(raw, chat.key("chat"))[4],
             context=chat_context(chat.chat_id),
         )
         left = more.left + left  # older ranges come first
@@ -499,7 +499,7 @@ def _read_chain(
             *read_args(state, max_depth, cached),
             *window.args(),
         ),
-        parse=_parse_read,
+        parse=lambda raw: _parse_read(raw, chat.key("chat")),
         context=chat_context(chat_id),
     )
     if window.cuts or reply.summary_position >= 0:
@@ -558,9 +558,17 @@ def get_chain(
     return chain.messages()
 
 
-def _parse_read(reply: Sequence[Any]) -> tuple[str, Any, str, str, ChainReply]:
+def _parse_read(reply: Sequence[Any], chat_key: str) -> tuple[str, Any, str, str, ChainReply]:
+    """The reply of get_chain.lua. The branch name is the caller's or the chat's active one,
+    and the active branch and incarnation come from the chat hash."""
     name, raw_branch, active, inc, *chain = reply
-    return text(name), raw_branch, text(active), text(inc), parse_chain_reply(chain)
+    return (
+        field_text(name, chat_key, "active_branch"),
+        raw_branch,
+        field_text(active, chat_key, "active_branch"),
+        field_text(inc, chat_key, "inc"),
+        parse_chain_reply(chain),
+    )
 
 
 def read_branch(
@@ -622,7 +630,9 @@ def branch_summary(state: StoreState, chat_id: str, reply: ChainReply) -> Stored
     """The summary a read returned, decoded (None: none asked for, or none on the chain)."""
     if reply.summary is None:
         return None
-    return parse_summary_member(reply.summary, state.keyspace.chat(chat_id).key("summary"))
+    return parse_summary_member(
+        reply.summary, state.keyspace.chat(chat_id).key("summary"), reply.summary_position
+    )
 
 
 def branch_size(

@@ -1,0 +1,643 @@
+"""Corrupt data: every store call that reads a malformed value raises a CorruptionError naming
+the key (and the field), and a write that reads one writes nothing.
+
+The matrix is generated: each corruption names the key and field it garbles and the
+operations that read that field; each test builds one chat, garbles one field with plain
+commands, then runs every operation that reads it. A refused call writes nothing, so every
+operation of a corruption runs on the same garbled chat, and the whole keyspace is compared
+after each write (and after the last read).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+import pytest
+
+import ctxstore
+from ctxstore import NewMessage
+from ctxstore.core.jobs import CompactionTrigger
+from ctxstore.core.keys import ChatKeys
+from ctxstore.core.leases import take_lease
+from tests.support.keyspace import raw_client, snapshot_of
+
+CHAT = "c1"
+
+
+def user(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": text}
+
+
+def bot(text: str) -> dict[str, Any]:
+    return {"role": "assistant", "content": text}
+
+
+@dataclass(frozen=True)
+class Chat:
+    """The chat every case starts from: main holds m1 (chosen id, position 0) <- g1 <- head
+    (generated, positions 1 and 2); ``side`` (not active) starts at m1; checkpoint ``cp`` names
+    m1; a summary hangs on m1; one usage counter and one metadata key are set."""
+
+    keys: ChatKeys
+    inc: str
+    g1: str
+    head: str
+    created_at: int
+
+    def tag(self, message_id: str) -> str:
+        return message_id.rsplit(".", 1)[1]
+
+
+def build(store: Any) -> Chat:
+    store.upsert_chat(CHAT, "alice", metadata={"k": "v"})
+    result = store.append(
+        CHAT,
+        "main",
+        [NewMessage(user("a"), id="m1"), bot("b"), user("c")],
+        expected_head=None,
+    )
+    store.create_branch(CHAT, "m1", name="side", activate=False)
+    store.upsert_checkpoint(CHAT, "cp", "m1")
+    store.write_summary(CHAT, "m1", "the user said a")
+    store.add_usage(CHAT, {"input_tokens": 5})
+    meta = store.get_chat(CHAT)
+    return Chat(
+        keys=store.state.keyspace.chat(CHAT),
+        inc=meta.incarnation,
+        g1=result.message_ids[1],
+        head=result.head_message_id,
+        created_at=meta.created_at,
+    )
+
+
+# --- operations ------------------------------------------------------------------------------
+
+Run = Callable[[Any, Chat], Any]
+
+
+@dataclass(frozen=True)
+class Op:
+    run: Run
+    writes: bool
+
+
+def _append(**kwargs: Any) -> Run:
+    def run(store: Any, chat: Chat) -> Any:
+        messages = kwargs.get("messages", [user("x")])
+        expected = chat.g1 if kwargs.get("on_conflict") == "fork" else chat.head
+        return store.append(
+            CHAT,
+            "main",
+            messages,
+            expected_head=expected,
+            **{name: value for name, value in kwargs.items() if name != "messages"},
+        )
+
+    return run
+
+
+OPS: dict[str, Op] = {
+    # reads
+    "get_chat": Op(lambda s, _c: s.get_chat(CHAT), False),
+    "list_chats": Op(lambda s, _c: s.list_chats(user_id="alice"), False),
+    "open_chat": Op(lambda s, _c: s.open_chat(CHAT, "alice", load=True), False),
+    "get_branch": Op(lambda s, _c: s.get_branch(CHAT), False),
+    "get_main": Op(lambda s, _c: s.get_branch(CHAT, "main"), False),
+    "list_branches": Op(lambda s, _c: s.list_branches(CHAT), False),
+    "load_branch": Op(lambda s, _c: s.load_branch(CHAT), False),
+    "load_window": Op(lambda s, _c: s.load_branch(CHAT, max_messages=2), False),
+    "load_summary": Op(lambda s, _c: s.load_branch(CHAT, after_summary=True), False),
+    "branch_size": Op(lambda s, _c: s.branch_size(CHAT), False),
+    "get_chain": Op(lambda s, c: s.get_chain(CHAT, c.head), False),
+    "get_chain_m1": Op(lambda s, _c: s.get_chain(CHAT, "m1"), False),
+    "get_message": Op(lambda s, c: s.get_message(CHAT, c.head), False),
+    "get_message_g1": Op(lambda s, c: s.get_message(CHAT, c.g1), False),
+    "get_message_m1": Op(lambda s, _c: s.get_message(CHAT, "m1"), False),
+    "get_checkpoint": Op(lambda s, _c: s.get_checkpoint(CHAT, "cp"), False),
+    "list_checkpoints": Op(lambda s, _c: s.list_checkpoints(CHAT), False),
+    "get_graph": Op(lambda s, _c: s.get_graph(CHAT), False),
+    # writes
+    "update_chat": Op(lambda s, _c: s.update_chat(CHAT, metadata={"k2": 2}), True),
+    "upsert_chat": Op(lambda s, _c: s.upsert_chat(CHAT, "alice", metadata={"k2": 2}), True),
+    "add_usage": Op(lambda s, _c: s.add_usage(CHAT, {"input_tokens": 1}), True),
+    "append": Op(_append(), True),
+    "append_fork": Op(_append(on_conflict="fork"), True),
+    "append_edit": Op(_append(messages=[NewMessage(user("x"), id="m1")], on_existing="fork"), True),
+    "append_compaction": Op(_append(compaction=CompactionTrigger(soft_tokens=1)), True),
+    "create_branch": Op(lambda s, c: s.create_branch(CHAT, c.head), True),
+    "create_branch_m1": Op(lambda s, _c: s.create_branch(CHAT, "m1"), True),
+    "restore": Op(lambda s, _c: s.branch_from_checkpoint(CHAT, "cp"), True),
+    "activate": Op(lambda s, _c: s.set_active_branch(CHAT, "main"), True),
+    "checkpoint": Op(lambda s, c: s.upsert_checkpoint(CHAT, "cp2", c.head), True),
+    "checkpoint_m1": Op(lambda s, _c: s.upsert_checkpoint(CHAT, "cp2", "m1"), True),
+    "delete_checkpoint": Op(lambda s, _c: s.delete_checkpoint(CHAT, "cp"), True),
+    "summarize": Op(lambda s, c: s.write_summary(CHAT, c.head, "s", job="j"), True),
+    "summarize_m1": Op(lambda s, _c: s.write_summary(CHAT, "m1", "s", job="j"), True),
+    "take_lease": Op(lambda s, _c: s.run(take_lease(s.state, CHAT, "token", 60_000)), True),
+    "delete_chat": Op(lambda s, _c: s.delete_chat(CHAT), True),
+}
+
+#: Every operation on the chat (all of them read the chat's identity: owner, format,
+#: incarnation), delete_chat excepted (it reads the owner only).
+CHAT_OPS = tuple(name for name in OPS if name != "delete_chat")
+#: Operations that parse the whole chat hash into a chat model.
+CHAT_HASH_OPS = ("get_chat", "list_chats", "open_chat", "get_graph", "update_chat", "upsert_chat")
+#: Operations that follow main's head (main is the active branch) to its message.
+HEAD_OPS = (
+    "open_chat",
+    "load_branch",
+    "load_window",
+    "load_summary",
+    "branch_size",
+    "get_graph",
+    "append",
+    "append_fork",
+    "append_edit",
+    "append_compaction",
+)
+#: Operations that read main's branch record.
+BRANCH_OPS = (
+    *HEAD_OPS,
+    "get_branch",
+    "get_main",
+    "list_branches",
+    "activate",
+    "upsert_chat",
+)
+#: Operations that find m1 through the alias hash.
+ALIAS_OPS = (
+    "get_message_m1",
+    "get_chain_m1",
+    "create_branch_m1",
+    "checkpoint_m1",
+    "summarize_m1",
+    "append_edit",
+)
+#: Operations that walk the runs of main's chain.
+RUNS_OPS = (
+    "get_chain",
+    "get_chain_m1",
+    "load_branch",
+    "load_window",
+    "load_summary",
+    "branch_size",
+    "open_chat",
+    "get_message",
+    "append_fork",
+    "append_edit",
+    "create_branch",
+    "create_branch_m1",
+    "restore",
+    "summarize",
+)
+#: Operations that decode the records of main's chain.
+RECORD_OPS = (
+    "get_chain",
+    "load_branch",
+    "load_window",
+    "load_summary",
+    "open_chat",
+    "get_graph",
+    "get_message",
+)
+#: Operations that create a branch (they count it in the chat hash).
+FORK_OPS = ("create_branch", "create_branch_m1", "restore", "append_fork", "append_edit")
+APPENDS = ("append", "append_fork", "append_edit", "append_compaction")
+
+
+# --- corruptions -----------------------------------------------------------------------------
+
+Apply = Callable[[Any, Chat], None]
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    #: The key (its name within the chat) and field an error must name (None: no field).
+    key: str
+    field: str | None
+    apply: Apply
+    ops: tuple[str, ...]
+
+
+def hset(field: bytes | str, value: bytes | str, key: str = "chat") -> Apply:
+    return lambda client, chat: client.hset(chat.keys.key(key), field, value)
+
+
+def hdel(field: str, key: str = "chat") -> Apply:
+    return lambda client, chat: client.hdel(chat.keys.key(key), field)
+
+
+def branch(record: Callable[[Chat], str | bytes]) -> Apply:
+    return lambda client, chat: client.hset(chat.keys.key("branch"), "main", record(chat))
+
+
+def checkpoint(record: Callable[[Chat], str | bytes]) -> Apply:
+    return lambda client, chat: client.hset(chat.keys.key("checkpoint"), "cp", record(chat))
+
+
+def log_record(position: int, change: Callable[[bytes, Chat], bytes]) -> Apply:
+    def apply(client: Any, chat: Chat) -> None:
+        key = chat.keys.key("log")
+        client.lset(key, position, change(client.lindex(key, position), chat))
+
+    return apply
+
+
+def with_parent(parent: Any) -> Callable[[bytes, Chat], bytes]:
+    def change(record: bytes, chat: Chat) -> bytes:
+        fields = msgpack.unpackb(record, raw=False)
+        fields[0] = parent
+        return bytes(msgpack.packb(fields, use_bin_type=True))
+
+    return change
+
+
+def runs_member(member: str) -> Apply:
+    def apply(client: Any, chat: Chat) -> None:
+        key = chat.keys.key("runs")
+        client.zremrangebyscore(key, 0, 0)
+        client.zadd(key, {member: 0})
+
+    return apply
+
+
+def summary_member(member: bytes) -> Apply:
+    def apply(client: Any, chat: Chat) -> None:
+        key = chat.keys.key("summary")
+        client.zremrangebyscore(key, 0, 0)
+        client.zadd(key, {member: 0})
+
+    return apply
+
+
+def truncate_tok(client: Any, chat: Chat) -> None:
+    key = chat.keys.key("tok")
+    client.set(key, client.get(key)[:12])
+
+
+def branch_name_not_utf8(client: Any, chat: Chat) -> None:
+    key = chat.keys.key("branch")
+    client.hset(key, b"\xff\xfe", client.hget(key, "side"))
+
+
+def head_record(chat: Chat, position: int, message_id: str, depth: str = "3") -> str:
+    return f"{position}\t{message_id}\t{chat.created_at}\t1\t{depth}"
+
+
+TOKENS = (7).to_bytes(5, "big")
+
+CASES = (
+    # the chat hash: identity
+    Case("owner missing", "chat", "user_id", hdel("user_id"), (*CHAT_OPS, "delete_chat")),
+    Case(
+        "owner not UTF-8",
+        "chat",
+        "user_id",
+        hset("user_id", b"\xff\xfe"),
+        (*CHAT_OPS, "delete_chat"),
+    ),
+    Case("format of another version", "chat", "fmt", hset("fmt", "1"), CHAT_OPS),
+    Case("incarnation missing", "chat", "inc", hdel("inc"), CHAT_OPS),
+    Case("incarnation not UTF-8", "chat", "inc", hset("inc", b"\xff\xfe"), CHAT_OPS),
+    # the chat hash: fields
+    Case(
+        "created_at not a time",
+        "chat",
+        "created_at",
+        hset("created_at", "yesterday"),
+        CHAT_HASH_OPS,
+    ),
+    Case(
+        "updated_at not a time",
+        "chat",
+        "updated_at",
+        hset("updated_at", "later"),
+        (*CHAT_HASH_OPS, *APPENDS),
+    ),
+    Case(
+        "message_count a fraction",
+        "chat",
+        "message_count",
+        hset("message_count", "1.5"),
+        ("list_chats", *APPENDS),
+    ),
+    Case(
+        "branch_count not a number",
+        "chat",
+        "branch_count",
+        hset("branch_count", "x"),
+        ("list_chats", *FORK_OPS),
+    ),
+    Case("branch_seq a fraction", "chat", "branch_seq", hset("branch_seq", "1.5"), FORK_OPS),
+    Case(
+        "checkpoint_seq not a number",
+        "chat",
+        "checkpoint_seq",
+        hset("checkpoint_seq", "x"),
+        ("checkpoint", "checkpoint_m1"),
+    ),
+    Case("title not UTF-8", "chat", "title", hset("title", b"\xc3\x28"), CHAT_HASH_OPS),
+    Case(
+        "active branch missing",
+        "chat",
+        "active_branch",
+        hdel("active_branch"),
+        (*CHAT_HASH_OPS, "get_branch", "list_branches", "load_branch", "branch_size"),
+    ),
+    Case(
+        "active branch names no branch",
+        "chat",
+        "active_branch",
+        hset("active_branch", "ghost"),
+        (
+            "open_chat",
+            "get_branch",
+            "list_branches",
+            "load_branch",
+            "load_window",
+            "branch_size",
+            "get_graph",
+            "upsert_chat",
+        ),
+    ),
+    Case(
+        "active branch not UTF-8",
+        "chat",
+        "active_branch",
+        hset("active_branch", b"\xff"),
+        (*CHAT_HASH_OPS, "get_branch", "list_branches", "load_branch"),
+    ),
+    Case("metadata not msgpack", "chat", "m:k", hset("m:k", b"\xc1"), CHAT_HASH_OPS),
+    Case("metadata string not UTF-8", "chat", "m:k", hset("m:k", b"\xa2\xff\xfe"), CHAT_HASH_OPS),
+    Case("metadata truncated", "chat", "m:k", hset("m:k", b"\x92\x01"), CHAT_HASH_OPS),
+    Case("metadata with extra bytes", "chat", "m:k", hset("m:k", b"\x01\x02"), CHAT_HASH_OPS),
+    Case(
+        "metadata with a list as a map key",
+        "chat",
+        "m:k",
+        hset("m:k", b"\x81\x91\x01\x02"),
+        CHAT_HASH_OPS,
+    ),
+    Case("metadata an extension type", "chat", "m:k", hset("m:k", b"\xd4\x01\x00"), CHAT_HASH_OPS),
+    Case(
+        "usage counter not a number",
+        "chat",
+        "u:input_tokens",
+        hset("u:input_tokens", "lots"),
+        (*CHAT_HASH_OPS, "add_usage"),
+    ),
+    Case(
+        "usage counter a fraction",
+        "chat",
+        "u:input_tokens",
+        hset("u:input_tokens", "1.5"),
+        (*CHAT_HASH_OPS, "add_usage"),
+    ),
+    Case("field name not UTF-8", "chat", None, hset(b"m:\xff", b"\x01"), CHAT_HASH_OPS),
+    Case("compaction marker garbled", "chat", "cjob", hset("cjob", "x"), ("append_compaction",)),
+    Case("compaction lease garbled", "chat", "clease", hset("clease", "x"), ("take_lease",)),
+    Case(
+        "request generation not a time",
+        "chat",
+        "req_since",
+        hset("req_since", "x"),
+        ("append", "add_usage", "create_branch", "restore"),
+    ),
+    # branch records
+    Case("branch record garbled", "branch", "main", branch(lambda _c: "garbage"), BRANCH_OPS),
+    Case(
+        "branch record without its depth",
+        "branch",
+        "main",
+        branch(lambda c: f"2\t{c.head}\t{c.created_at}\t1"),
+        BRANCH_OPS,
+    ),
+    Case(
+        "branch depth not a number",
+        "branch",
+        "main",
+        branch(lambda c: head_record(c, 2, c.head, "x")),
+        BRANCH_OPS,
+    ),
+    Case(
+        "branch head past the log",
+        "branch",
+        "main",
+        branch(lambda c: head_record(c, 9, f"9.{c.inc}.aaaaaa", "10")),
+        HEAD_OPS,
+    ),
+    Case(
+        "branch head with another tag",
+        "branch",
+        "main",
+        branch(lambda c: head_record(c, 2, f"2.{c.inc}.zzzzzz")),
+        HEAD_OPS,
+    ),
+    Case(
+        "branch head naming another message",
+        "branch",
+        "main",
+        branch(lambda c: head_record(c, 2, "m1")),
+        HEAD_OPS,
+    ),
+    Case(
+        "branch name not UTF-8",
+        "branch",
+        None,
+        branch_name_not_utf8,
+        ("list_branches", "get_graph"),
+    ),
+    # checkpoint records
+    Case(
+        "checkpoint garbled",
+        "checkpoint",
+        "cp",
+        checkpoint(lambda _c: "junk"),
+        ("get_checkpoint", "list_checkpoints", "get_graph", "restore"),
+    ),
+    Case(
+        "checkpoint at a negative position",
+        "checkpoint",
+        "cp",
+        checkpoint(lambda c: f"-1\tm1\t{c.created_at}\t1"),
+        ("get_checkpoint", "list_checkpoints", "get_graph", "restore"),
+    ),
+    Case(
+        "checkpoint past the log",
+        "checkpoint",
+        "cp",
+        checkpoint(lambda c: f"9\tm1\t{c.created_at}\t1"),
+        ("get_graph", "restore"),
+    ),
+    Case(
+        "checkpoint naming another message",
+        "checkpoint",
+        "cp",
+        checkpoint(lambda c: f"1\tm1\t{c.created_at}\t1"),
+        ("get_graph", "restore"),
+    ),
+    Case(
+        "checkpoint id not UTF-8",
+        "checkpoint",
+        "cp",
+        checkpoint(lambda _c: b"0\t\xff\t1\t1"),
+        ("get_checkpoint", "list_checkpoints", "get_graph", "restore"),
+    ),
+    # log records
+    Case(
+        "head record not msgpack",
+        "log",
+        "2",
+        log_record(2, lambda _r, _c: b"\xc1junk"),
+        (*RECORD_OPS, *HEAD_OPS, "create_branch", "checkpoint", "summarize"),
+    ),
+    Case(
+        "head record truncated",
+        "log",
+        "2",
+        log_record(2, lambda r, _c: r[:-3]),
+        (*RECORD_OPS, *HEAD_OPS, "create_branch", "checkpoint", "summarize"),
+    ),
+    Case(
+        "record truncated inside the chain",
+        "log",
+        "1",
+        log_record(1, lambda r, _c: r[:-3]),
+        ("get_chain", "load_branch", "open_chat", "get_graph", "get_message", "get_message_g1"),
+    ),
+    Case(
+        "record whose parent is not a number",
+        "log",
+        "2",
+        log_record(2, with_parent("x")),
+        RECORD_OPS,
+    ),
+    Case("record whose parent is a float", "log", "2", log_record(2, with_parent(1.0)), RECORD_OPS),
+    # runs
+    Case("run member garbled", "runs", "junk", runs_member("junk"), RUNS_OPS),
+    Case("run depth not a number", "runs", "0:-1:x", runs_member("0:-1:x"), RUNS_OPS),
+    # token entries
+    Case(
+        "token entries truncated",
+        "tok",
+        None,
+        truncate_tok,
+        (
+            "get_chain",
+            "load_branch",
+            "load_window",
+            "load_summary",
+            "branch_size",
+            "summarize",
+            *APPENDS,
+        ),
+    ),
+    # summaries
+    Case(
+        "summary not msgpack",
+        "summary",
+        "0",
+        summary_member(TOKENS + b"\xc1junk"),
+        ("load_summary", "branch_size", "summarize_m1"),
+    ),
+    Case(
+        "summary not a summary record",
+        "summary",
+        "0",
+        summary_member(TOKENS + msgpack.packb({"x": 1})),
+        ("load_summary", "branch_size", "summarize_m1"),
+    ),
+    Case(
+        "summary without a record",
+        "summary",
+        "0",
+        summary_member(b"\x00\x01"),
+        ("load_summary", "branch_size", "summarize_m1", "append_compaction"),
+    ),
+    # alias
+    Case("alias not a number", "alias", "m1", hset("m1", "x", "alias"), ALIAS_OPS),
+    Case("alias a fraction", "alias", "m1", hset("m1", "0.5", "alias"), ALIAS_OPS),
+    Case("alias past the log", "alias", "m1", hset("m1", "9", "alias"), ALIAS_OPS),
+    Case("alias naming another record", "alias", "m1", hset("m1", "1", "alias"), ALIAS_OPS),
+)
+
+
+@pytest.fixture
+def client(backend: str) -> Iterator[Any]:
+    opened = raw_client(backend)
+    yield opened
+    opened.close()
+
+
+def _outcome(store: Any, chat: Chat, case: Case, name: str) -> str | None:
+    """None when ``name`` raised the CorruptionError the case expects, else what went wrong."""
+    store.clear_cache()
+    try:
+        OPS[name].run(store, chat)
+    except ctxstore.CorruptionError as error:
+        key = chat.keys.key(case.key)
+        if key not in str(error) or (case.field is not None and case.field not in str(error)):
+            return f"{name}: the error does not name {key} / {case.field!r}: {error}"
+        return None
+    except Exception as error:  # the matrix reports every other outcome, raw errors included
+        return f"{name}: {type(error).__name__}: {error}"
+    return f"{name}: no error"
+
+
+def _changed(before: dict[bytes, Any], after: dict[bytes, Any], cluster: bool) -> list[str]:
+    """The keys a call changed. On a Cluster the chat indexes live in other slots, and a write
+    sends its index ``ZADD ... GT`` in the same pipeline as its script (one round trip; see the
+    README): a refused write may move its chat up there, and the next listing repairs it. Every
+    other key must be byte-identical."""
+    keys = before.keys() | after.keys()
+    return sorted(
+        key.decode()
+        for key in keys
+        if before.get(key) != after.get(key) and not (cluster and b":idx:" in key)
+    )
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_corrupt_data_is_a_corruption_error_naming_it_and_nothing_is_written(
+    store: Any, client: Any, namespace: str, backend: str, case: Case
+) -> None:
+    chat = build(store)
+    case.apply(client, chat)
+    base, cluster = f"ctx:{namespace}", "cluster" in backend
+    before = snapshot_of(client, base)
+    problems = []
+    for name in dict.fromkeys(case.ops):
+        problem = _outcome(store, chat, case, name)
+        if problem is not None:
+            problems.append(problem)
+        if OPS[name].writes:
+            after = snapshot_of(client, base)
+            changed = _changed(before, after, cluster)
+            if changed:
+                problems.append(f"{name}: wrote {changed}")
+            before = after
+    changed = _changed(before, snapshot_of(client, base), cluster)
+    if changed:
+        problems.append(f"a read wrote {changed}")
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+def test_verify_reports_the_corrupt_field(
+    sync_store: ctxstore.Store, client: Any, case: Case
+) -> None:
+    chat = build(sync_store)
+    case.apply(client, chat)
+    report = sync_store.verify_chat(CHAT)
+    key = chat.keys.key(case.key)
+    named = [
+        problem
+        for problem in report.problems
+        if problem.key == key
+        and (case.field is None or case.field in problem.field or case.field in problem.detail)
+    ]
+    assert named, report.problems
