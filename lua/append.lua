@@ -128,6 +128,9 @@ return run(function()
     if prior then
       local name, first, rebased, fork, created, edits =
         string.match(prior, '^([^\t]*)\t(%d+)\t(%d)\t([^\t]*)\t([^\t]*)\t(.*)$')
+      if not name or not is_utf8(prior) then
+        corrupt(req, request, 'not the summary of an append')
+      end
       local created_list, edit_list = {}, {}
       for item in string.gmatch(created, '[^\n]+') do
         created_list[#created_list + 1] = item

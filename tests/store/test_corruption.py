@@ -13,6 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
+from unittest import mock
 
 import msgpack
 import pytest
@@ -99,6 +100,14 @@ def _append(**kwargs: Any) -> Run:
     return run
 
 
+def _resent_append(store: Any, chat: Chat) -> Any:
+    """An append whose request id is one the chat remembers (a resend after a lost reply)."""
+    with mock.patch("ctxstore.core.messages.new_request_id", return_value=RESENT):
+        return store.append(CHAT, "main", [user("x")], expected_head=chat.g1)
+
+
+RESENT = "resent-request"
+
 OPS: dict[str, Op] = {
     # reads
     "get_chat": Op(lambda s, _c: s.get_chat(CHAT), False),
@@ -127,6 +136,7 @@ OPS: dict[str, Op] = {
     "append_fork": Op(_append(on_conflict="fork"), True),
     "append_edit": Op(_append(messages=[NewMessage(user("x"), id="m1")], on_existing="fork"), True),
     "append_compaction": Op(_append(compaction=CompactionTrigger(soft_tokens=1)), True),
+    "append_resent": Op(_resent_append, True),
     "create_branch": Op(lambda s, c: s.create_branch(CHAT, c.head), True),
     "create_branch_m1": Op(lambda s, _c: s.create_branch(CHAT, "m1"), True),
     "restore": Op(lambda s, _c: s.branch_from_checkpoint(CHAT, "cp"), True),
@@ -221,6 +231,8 @@ class Case:
     field: str | None
     apply: Apply
     ops: tuple[str, ...]
+    #: Whether verify_chat reads it (the resend memory is not chat data: verify leaves it be).
+    verified: bool = True
 
 
 def hset(field: bytes | str, value: bytes | str, key: str = "chat") -> Apply:
@@ -407,6 +419,14 @@ CASES = (
         hset("req_since", "x"),
         ("append", "add_usage", "create_branch", "restore"),
     ),
+    Case(
+        "request summary garbled",
+        "req",
+        RESENT,
+        hset(RESENT, "garbage", "req"),
+        ("append_resent",),
+        verified=False,
+    ),
     # branch records
     Case("branch record garbled", "branch", "main", branch(lambda _c: "garbage"), BRANCH_OPS),
     Case(
@@ -566,8 +586,23 @@ CASES = (
 )
 
 
+@pytest.fixture(scope="module")
+def server_clients() -> Iterator[dict[str, Any]]:
+    """Raw clients of the real servers, opened once (a Cluster client costs a topology read)."""
+    opened: dict[str, Any] = {}
+    yield opened
+    for client in opened.values():
+        client.close()
+
+
 @pytest.fixture
-def client(backend: str) -> Iterator[Any]:
+def client(backend: str, server_clients: dict[str, Any]) -> Iterator[Any]:
+    """A plain client on the test's backend, for garbling keys and taking snapshots."""
+    if not backend.startswith("memory://"):
+        if backend not in server_clients:
+            server_clients[backend] = raw_client(backend)
+        yield server_clients[backend]
+        return
     opened = raw_client(backend)
     yield opened
     opened.close()
@@ -580,9 +615,11 @@ def _outcome(store: Any, chat: Chat, case: Case, name: str) -> str | None:
         OPS[name].run(store, chat)
     except ctxstore.CorruptionError as error:
         key = chat.keys.key(case.key)
-        if key not in str(error) or (case.field is not None and case.field not in str(error)):
-            return f"{name}: the error does not name {key} / {case.field!r}: {error}"
-        return None
+        named = error.details.get("key") == key and key in str(error)
+        if case.field is not None:
+            named = named and error.details.get("field") == case.field
+            named = named and repr(case.field) in str(error)
+        return None if named else f"{name}: the error does not name {key} {case.field!r}: {error}"
     except Exception as error:  # the matrix reports every other outcome, raw errors included
         return f"{name}: {type(error).__name__}: {error}"
     return f"{name}: no error"
@@ -626,7 +663,10 @@ def test_corrupt_data_is_a_corruption_error_naming_it_and_nothing_is_written(
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize("case", CASES, ids=[case.name for case in CASES])
+VERIFIED = [case for case in CASES if case.verified]
+
+
+@pytest.mark.parametrize("case", VERIFIED, ids=[case.name for case in VERIFIED])
 def test_verify_reports_the_corrupt_field(
     sync_store: ctxstore.Store, client: Any, case: Case
 ) -> None:
@@ -638,6 +678,67 @@ def test_verify_reports_the_corrupt_field(
         problem
         for problem in report.problems
         if problem.key == key
-        and (case.field is None or case.field in problem.field or case.field in problem.detail)
+        and (
+            case.field is None
+            or problem.field == case.field
+            or (problem.field == "" and f"'{case.field}" in problem.detail)
+        )
     ]
     assert named, report.problems
+
+
+#: Stored metadata values and whether ctxstore's reader decodes them: the scripts' msgpack and
+#: UTF-8 checks (which guard writes that reply with the chat) must agree with it exactly.
+METADATA_VALUES = [
+    (b"\xa2\xc3\xa9", True),  # "é"
+    (b"\xa4\xf4\x8f\xbf\xbf", True),  # U+10FFFF, the last code point
+    (b"\xa2\xc0\x80", False),  # an overlong NUL
+    (b"\xa3\xe0\x9f\xbf", False),  # an overlong three-byte form
+    (b"\xa4\xf0\x8f\xbf\xbf", False),  # an overlong four-byte form
+    (b"\xa3\xed\xa0\x80", False),  # a surrogate
+    (b"\xa4\xf4\x90\x80\x80", False),  # past U+10FFFF
+    (b"\xa2\xe2\x82", False),  # a sequence cut short
+    (b"\xa1\x80", False),  # a lone continuation byte
+    (b"\x91" * 1024 + b"\x01", True),  # as deep as the reader goes
+    (b"\x91" * 1025 + b"\x01", False),
+    (b"\x81\xc4\x01x\x01", True),  # bin, float and nil map keys
+    (b"\x81\xcb" + bytes(8) + b"\x01", True),
+    (b"\x81\xc0\x01", True),
+    (b"\x81\x80\x01", False),  # a map as a map key
+    (b"\xdc\x00\x02\x01\xa1a", True),  # array16
+    (b"\xde\x00\x01\xa1a\xc3", True),  # map16
+    (b"\xdd\xff\xff\xff\xff\x01", False),  # a count far past the bytes
+    (b"\xcf" + bytes(8), True),  # uint64
+    (b"\xd3\xff", False),  # int64 cut short
+    (b"\xc7\x01\x05x", False),  # ext8
+    (b"\xd6\xff" + bytes(4), False),  # a timestamp
+    (b"\xdb\x00\x00\x00\x02ab", True),  # str32
+    (b"\xc6\x00\x00\x00\x03ab", False),  # bin32 cut short
+    (b"", False),
+]
+
+
+def test_the_scripts_accept_exactly_the_metadata_the_reader_decodes(
+    store: Any, client: Any, namespace: str, backend: str
+) -> None:
+    store.upsert_chat(CHAT, "alice")
+    key = store.state.keyspace.chat(CHAT).key("chat")
+    wrong = []
+    for raw, readable in METADATA_VALUES:
+        client.hset(key, "m:k", raw)
+        before = snapshot_of(client, f"ctx:{namespace}")
+        outcomes = []
+        for call in (
+            lambda: store.get_chat(CHAT),
+            lambda: store.update_chat(CHAT, metadata={"other": 1}),
+        ):
+            try:
+                call()
+                outcomes.append(True)
+            except ctxstore.CorruptionError:
+                outcomes.append(False)
+        if not readable and _changed(before, snapshot_of(client, f"ctx:{namespace}"), True):
+            outcomes.append("wrote")
+        if outcomes != [readable, readable]:
+            wrong.append(f"{raw[:12]!r}: expected {readable}, got {outcomes}")
+    assert not wrong, "\n".join(wrong)

@@ -22,7 +22,7 @@ import msgpack
 
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Call, Operation, command_call
-from ctxstore.core.records import gc_paused
+from ctxstore.core.records import corrupt, gc_paused
 from ctxstore.core.state import StoreState
 from ctxstore.errors import ChatReplacedError, CorruptionError, CtxStoreError
 from ctxstore.results import StoredMessage
@@ -83,10 +83,8 @@ def decode_records(parts: Sequence[Slice], key: str) -> list[Any]:
         records = msgpack.unpackb(blob, raw=False, strict_map_key=False)
     except Exception as exc:  # msgpack raises several unrelated types for bad input
         position = _first_undecodable(parts)
-        raise CorruptionError(
-            f"the record at {key} position {position} is not valid msgpack ({exc})",
-            key=key,
-            field=str(position),
+        raise corrupt(
+            key, str(position), f"the record at position {position} is not valid msgpack ({exc})"
         ) from exc
     return list(records)
 
@@ -103,11 +101,7 @@ def _first_undecodable(parts: Sequence[Slice]) -> int:
 
 
 def _bad_record(key: str, position: int) -> CorruptionError:
-    return CorruptionError(
-        f"the record at {key} position {position} is not a message record",
-        key=key,
-        field=str(position),
-    )
+    return corrupt(key, str(position), f"the record at position {position} is not a message record")
 
 
 def record_fields(
@@ -243,10 +237,8 @@ def fetch_ranges(
     fetched = []
     for (first, last), records in zip(wanted, outcomes, strict=False):
         if len(records) != last - first + 1:
-            raise CorruptionError(
-                f"the chain reaches position {last} of {log_key}, past the end of the log",
-                key=log_key,
-                field=str(last),
+            raise corrupt(
+                log_key, str(last), f"the chain reaches position {last}, past the end of the log"
             )
         fetched.append(Slice(first, last, records))
     return fetched

@@ -29,7 +29,6 @@ from ctxstore.core.records import (
 )
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
-from ctxstore.errors import CorruptionError
 
 if TYPE_CHECKING:
     from ctxstore.models import ChatGraph, ChatMeta
@@ -91,11 +90,11 @@ def _graph(
         for position, record in enumerate(decode_records(parts, key)):
             parent, created_at, payload, chosen, tag = record_fields(record, key, position)
             if parent >= position or parent < -1:
-                raise CorruptionError(
-                    f"the record at {key} position {position} names a parent ({parent}) that is "
-                    "not an older position",
-                    key=key,
-                    field=str(position),
+                raise corrupt(
+                    key,
+                    str(position),
+                    f"the record at position {position} names a parent ({parent}) that is not "
+                    "an older position",
                 )
             message_id = (
                 chosen if chosen is not None else derived_id(position, meta.incarnation, tag)

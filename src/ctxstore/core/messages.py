@@ -22,12 +22,12 @@ from ctxstore.core.ids import check_name, new_request_id, new_tags
 from ctxstore.core.jobs import CompactionTrigger, enqueue_compaction
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Arg, Operation, script_call
-from ctxstore.core.records import branch_info, field_text, text
+from ctxstore.core.records import branch_info, corrupt, field_text, text
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
 from ctxstore.core.summaries import parse_summary_member
 from ctxstore.core.token_entries import token_entries
-from ctxstore.errors import CorruptionError, ValidationError
+from ctxstore.errors import ValidationError
 from ctxstore.results import (
     AppendResult,
     BranchChain,
@@ -349,11 +349,11 @@ def assemble_chain(
         head_tag = base.head_tag
     length = (base.length if base is not None else 0) + len(added)
     if length != reply.length:
-        raise CorruptionError(
-            f"the chain ending at position {reply.head} of {key} should hold {reply.length} "
-            f"messages, its runs give {length}",
-            key=key,
-            field=str(reply.head),
+        raise corrupt(
+            key,
+            str(reply.head),
+            f"the chain ending at position {reply.head} should hold {reply.length} messages, "
+            f"its runs give {length}",
         )
     size = estimated_size(sum(len(record) for part in parts for record in part.records), len(added))
     if base is None:
@@ -527,11 +527,10 @@ def assemble_window(
     key = chat.key("log")
     messages, payloads, head_tag = chain_messages(parts, incarnation, key, None)
     if len(messages) != read:
-        raise CorruptionError(
-            f"a window of {kept} messages ending at position {reply.head} of {key} read "
-            f"{len(messages)}",
-            key=key,
-            field=str(reply.head),
+        raise corrupt(
+            key,
+            str(reply.head),
+            f"a window of {kept} messages ending at position {reply.head} read {len(messages)}",
         )
     messages, payloads = messages[read - kept :], payloads[read - kept :]
     size = estimated_size(sum(len(record) for part in parts for record in part.records), read)
