@@ -122,20 +122,28 @@ end
 -- Whether s is an id ctxstore accepts for a chat or user: 1 to 256 bytes of UTF-8 without
 -- control characters (C0, DEL, C1) or braces.
 local function is_key_id(s)
-  return #s > 0 and #s <= MAX_ID_BYTES and not string.find(s, '[%z\1-\31\127{}]')
-    and not string.find(s, '\194[\128-\159]') and is_utf8(s)
+  if #s == 0 or #s > MAX_ID_BYTES then
+    return false
+  end
+  if not string.find(s, '[%z\1-\31\127-\255{}]') then
+    return true  -- plain ASCII, the usual case: one pass
+  end
+  return not string.find(s, '[%z\1-\31\127{}]') and not string.find(s, '\194[\128-\159]')
+    and is_utf8(s)
 end
 
 -- What is wrong with a chat's identity (the field and why), or nil: the format must be this
--- one, the incarnation one ctxstore generated and the owner an id it accepts.
-local function identity_problem(owner, fmt, inc)
+-- one, the incarnation one ctxstore generated and the owner an id it accepts. An incarnation or
+-- owner equal to the one the caller sent was checked by the client already.
+local function identity_problem(owner, fmt, inc, user, expected_inc)
   if fmt ~= FORMAT then
     return 'fmt', 'not written by this version of ctxstore (format ' .. FORMAT .. ')'
   end
-  if not inc or not string.find(inc, '^[a-z2-7]+$') then
+  if not inc or ((expected_inc == '' or inc ~= expected_inc)
+                 and not string.find(inc, '^[a-z2-7]+$')) then
     return 'inc', 'not an incarnation'
   end
-  if not is_key_id(owner) then
+  if (user == '' or owner ~= user) and not is_key_id(owner) then
     return 'user_id', 'not a user id'
   end
   return nil
@@ -158,14 +166,6 @@ local function number_field(key, field, raw, default)
   return tonumber(raw)
 end
 
--- A number of a tab-separated record: 1 to 15 decimal digits (exact in Lua and Python); nil
--- for anything else.
-local function record_number(s)
-  if #s <= 15 and string.find(s, '^%d+$') then
-    return tonumber(s)
-  end
-  return nil
-end
 
 -- A text field: present and UTF-8.
 local function text_field(key, field, raw)
@@ -192,7 +192,7 @@ local function open_chat(chat_key, user, expected_inc, names)
     end
     fail('NOT_FOUND', {what = 'chat'})
   end
-  local broken, reason = identity_problem(owner, fmt, inc)
+  local broken, reason = identity_problem(owner, fmt, inc, user, expected_inc)
   if broken then
     fail('CORRUPT', {key = chat_key, field = broken, reason = reason})
   end
@@ -212,15 +212,13 @@ end
 -- that follow a head check its id with check_message_at).
 local function parse_branch(key, name, raw)
   local pos, id, created, seq, depth =
-    string.match(raw, '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)$')
-  if pos == '-1' then
-    pos = -1
-  elseif pos then
-    pos = record_number(pos)
+    string.match(raw, '^(%-?%d+)\t([^\t]*)\t(%d+)\t(%d+)\t(%d+)$')
+  if not pos or #pos > 15 or #created > 15 or #seq > 15 or #depth > 15
+      or (string.byte(pos) == 45 and pos ~= '-1') then  -- 45: '-'
+    corrupt(key, name, 'not a branch record')
   end
-  depth = depth and record_number(depth)
-  if not pos or not depth or not record_number(created) or not record_number(seq)
-      or (pos == -1 and id ~= '') or (pos == -1) ~= (depth == 0) or not is_utf8(id) then
+  pos, depth = tonumber(pos), tonumber(depth)
+  if (pos == -1 and id ~= '') or (pos == -1) ~= (depth == 0) or not is_utf8(id) then
     corrupt(key, name, 'not a branch record')
   end
   return {pos = pos, id = id, created = created, seq = seq, depth = depth}
@@ -294,12 +292,11 @@ local function create_branch(chat_key, branch_key, name, pos, id, depth, now)
 end
 
 local function parse_checkpoint(key, name, raw)
-  local pos, id, created, seq = string.match(raw, '^([^\t]*)\t([^\t]+)\t([^\t]*)\t([^\t]*)$')
-  pos = pos and record_number(pos)
-  if not pos or not record_number(created) or not record_number(seq) or not is_utf8(id) then
+  local pos, id, created, seq = string.match(raw, '^(%d+)\t([^\t]+)\t(%d+)\t(%d+)$')
+  if not pos or #pos > 15 or #created > 15 or #seq > 15 or not is_utf8(id) then
     corrupt(key, name, 'not a checkpoint record')
   end
-  return {pos = pos, id = id, created = created, seq = seq}
+  return {pos = tonumber(pos), id = id, created = created, seq = seq}
 end
 
 -- msgpack, the little Lua writes ----------------------------------------------------------------
@@ -494,14 +491,8 @@ local function check_message_at(log_key, inc, key, field, pos, id)
   local holds = false
   if pos >= 0 then
     local tag, record = tag_at(log_key, pos)
-    local digits, id_inc, id_tag = string.match(id, '^(%d+)%.([a-z2-7]+)%.([a-z2-7]+)$')
-    if not record then
-      holds = false
-    elseif digits and id_inc == inc then
-      holds = digits == tostring(pos) and id_tag == tag
-    else
-      holds = holds_chosen(record, id)
-    end
+    -- (no record keeps a chosen id of the generated form: append.lua refuses them)
+    holds = record and (id == derived_id(pos, inc, tag) or holds_chosen(record, id))
   end
   if not holds then
     corrupt(key, field, 'names message ' .. id .. ' at position ' .. pos ..

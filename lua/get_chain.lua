@@ -55,7 +55,14 @@ return run(function()
     else
       record, raw_branch = read_branch(KEYS[5], name)
     end
-    check_message_at(KEYS[2], inc, KEYS[5], name, record.pos, record.id)
+    -- The head's position must be in the log. A read of records checks the head's id on the
+    -- client, against the last record (cheaper than reading the record here too); a read of
+    -- the size alone reads no record, so it checks here.
+    if ARGV[13] == '1' then
+      check_message_at(KEYS[2], inc, KEYS[5], name, record.pos, record.id)
+    elseif record.pos >= redis.call('LLEN', KEYS[2]) then
+      corrupt(KEYS[5], name, 'names position ' .. record.pos .. ', past the log')
+    end
     head, depth = record.pos, record.depth
   elseif ARGV[3] == 'walk' then
     head = tonumber(ARGV[4])

@@ -47,7 +47,10 @@ return run(function()
     end
     record = read_active_branch(chat, KEYS[4], active)
     if load == '1' then
-      check_message_at(KEYS[2], inc, KEYS[4], active, record.pos, record.id)
+      -- The head's id is checked on the client, against the chain's last record.
+      if record.pos >= redis.call('LLEN', KEYS[2]) then
+        corrupt(KEYS[4], active, 'names position ' .. record.pos .. ', past the log')
+      end
       if record.depth > tonumber(ARGV[5]) then
         fail('LIMIT', {what = 'chain depth', limit = tonumber(ARGV[5]), length = record.depth})
       end

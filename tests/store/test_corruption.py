@@ -737,8 +737,29 @@ def test_the_scripts_accept_exactly_the_metadata_the_reader_decodes(
                 outcomes.append(True)
             except ctxstore.CorruptionError:
                 outcomes.append(False)
-        if not readable and _changed(before, snapshot_of(client, f"ctx:{namespace}"), True):
+        after = snapshot_of(client, f"ctx:{namespace}")
+        if not readable and _changed(before, after, "cluster" in backend):
             outcomes.append("wrote")
         if outcomes != [readable, readable]:
             wrong.append(f"{raw[:12]!r}: expected {readable}, got {outcomes}")
     assert not wrong, "\n".join(wrong)
+
+
+@pytest.mark.parametrize("field", ["user_id", "inc"])
+def test_an_empty_owner_or_incarnation_is_corrupt(
+    store: Any, client: Any, namespace: str, backend: str, field: str
+) -> None:
+    store.upsert_chat(CHAT, "alice")
+    key = store.state.keyspace.chat(CHAT).key("chat")
+    client.hset(key, field, "")
+    before = snapshot_of(client, f"ctx:{namespace}")
+    for call in (
+        lambda: store.get_chat(CHAT),
+        lambda: store.update_chat(CHAT, metadata={"k": 1}),
+        lambda: store.append(CHAT, "main", [user("x")], expected_head=None),
+    ):
+        with pytest.raises(ctxstore.CorruptionError) as caught:
+            call()
+        assert caught.value.details["key"] == key
+        assert caught.value.details["field"] == field
+    assert not _changed(before, snapshot_of(client, f"ctx:{namespace}"), "cluster" in backend)

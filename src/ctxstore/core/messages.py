@@ -585,12 +585,29 @@ def read_branch(
     name, raw_branch, active, chain, reply = yield from _read_chain(
         state, chat_id, "branch", branch, max_depth, user_id, incarnation, window
     )
-    info, _seq = branch_info(
-        name, raw_branch, active=active, key=state.keyspace.chat(chat_id).key("branch")
-    )
+    branch_key = state.keyspace.chat(chat_id).key("branch")
+    info, _seq = branch_info(name, raw_branch, active=active, key=branch_key)
+    check_head(branch_key, info, chain)
     if reply.tokens >= 0 and info.head_message_id is not None:
         state.head_sizes.remember(chat_id, info.head_message_id, reply.tokens)
     return info, chain, reply
+
+
+def check_head(branch_key: str, info: BranchInfo, chain: CachedChain) -> None:
+    """A branch's chain ends at the message its record names. The script checked that the
+    head's position is in the log; a record there with another id (another tag, another
+    message) means the branch record is corrupt. A read that returns no message (a size, a
+    chain wholly summarized) is checked by the script instead."""
+    if chain.length == 0:
+        return
+    found = chain.shared_messages[chain.length - 1]["id"]
+    if found != info.head_message_id:
+        raise corrupt(
+            branch_key,
+            info.name,
+            f"names message {info.head_message_id!r} as its head, the message at its position "
+            f"is {found!r}",
+        )
 
 
 def load_branch(

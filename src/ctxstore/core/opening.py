@@ -9,7 +9,7 @@ from ctxstore.core.cache import CachedChain
 from ctxstore.core.chain import parse_chain_reply
 from ctxstore.core.chats import chat_context, keys_for, metadata_args, touch_indexes
 from ctxstore.core.ids import check_key_id, new_incarnation
-from ctxstore.core.messages import assemble_chain, read_args
+from ctxstore.core.messages import assemble_chain, check_head, read_args
 from ctxstore.core.protocol import Operation, script_call
 from ctxstore.core.records import branch_info, chat_meta, field_text
 from ctxstore.core.scripts import load_script
@@ -67,6 +67,7 @@ def open_chat_op(
         chain = yield from assemble_chain(
             state, chat, ACTIVE_BRANCH_KEY, cached, meta.incarnation, chain_reply
         )
+        check_head(chat.key("branch"), info, chain)
     if created or meta_args:
         yield from touch_indexes(state, chat_id, user_id, meta.updated_at)
     opened = OpenedChat(
