@@ -23,6 +23,7 @@ from ctxstore import NewMessage
 from ctxstore.core.jobs import CompactionTrigger
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.leases import take_lease
+from ctxstore.core.protocol import Exchange, Operation, command_call
 from tests.support.keyspace import raw_client, snapshot_of
 
 CHAT = "c1"
@@ -763,3 +764,18 @@ def test_an_empty_owner_or_incarnation_is_corrupt(
         assert caught.value.details["key"] == key
         assert caught.value.details["field"] == field
     assert not _changed(before, snapshot_of(client, f"ctx:{namespace}"), "cluster" in backend)
+
+
+def test_a_reply_no_parser_expected_is_a_corruption_error_naming_the_key() -> None:
+    """The net under the parsers: a raw Python error from reading a reply never escapes."""
+
+    def operation() -> Operation[int]:
+        value: int = yield command_call(("GET", "ctx:k"), keys=("ctx:k",), parse=int)
+        return value
+
+    exchange = Exchange(operation())
+    with pytest.raises(ctxstore.CorruptionError) as caught:
+        exchange.respond([b"not a number"])
+    assert caught.value.details["key"] == "ctx:k"
+    assert "ctx:k" in str(caught.value)
+    assert isinstance(caught.value.__cause__, ValueError)
