@@ -74,6 +74,126 @@ local function check_fence(chat_key, fence)
   end
 end
 
+-- Checked values -----------------------------------------------------------------------------
+-- Everything a script reads from Redis is checked before the script relies on it (and before
+-- its first write): a malformed value is a CORRUPT error naming its key and field, never a Lua
+-- error after a write or a silent default. The checks accept exactly what ctxstore's Python
+-- reader accepts, so a value a script passes on never fails to parse after the script wrote.
+
+local MAX_EXACT = 9007199254740992  -- 2^53: Lua numbers are exact up to here
+local MAX_ID_BYTES = 256
+
+local function corrupt(key, field, reason)
+  fail('CORRUPT', {key = key, field = field, reason = reason})
+end
+
+-- Whether s is UTF-8 as Python's strict decoder reads it: no overlong forms, no surrogates,
+-- nothing past U+10FFFF. One pass over the bytes, none at all for ASCII.
+local function is_utf8(s)
+  if not string.find(s, '[\128-\255]') then
+    return true
+  end
+  local i, n = 1, #s
+  while i <= n do
+    local c = string.byte(s, i)
+    if c < 128 then
+      i = i + 1
+    else
+      local width, low, high  -- the sequence's length and the range of its second byte
+      if c >= 194 and c <= 223 then
+        width, low, high = 2, 128, 191
+      elseif c == 224 then
+        width, low, high = 3, 160, 191
+      elseif c == 237 then
+        width, low, high = 3, 128, 159
+      elseif c >= 225 and c <= 239 then
+        width, low, high = 3, 128, 191
+      elseif c == 240 then
+        width, low, high = 4, 144, 191
+      elseif c >= 241 and c <= 243 then
+        width, low, high = 4, 128, 191
+      elseif c == 244 then
+        width, low, high = 4, 128, 143
+      else
+        return false
+      end
+      if i + width - 1 > n then
+        return false
+      end
+      local b = string.byte(s, i + 1)
+      if b < low or b > high then
+        return false
+      end
+      for j = i + 2, i + width - 1 do
+        b = string.byte(s, j)
+        if b < 128 or b > 191 then
+          return false
+        end
+      end
+      i = i + width
+    end
+  end
+  return true
+end
+
+-- Whether s is an id ctxstore accepts for a chat or user: 1 to 256 bytes of UTF-8 without
+-- control characters (C0, DEL, C1) or braces.
+local function is_key_id(s)
+  if #s == 0 or #s > MAX_ID_BYTES then
+    return false
+  end
+  if not string.find(s, '[%z\1-\31\127-\255{}]') then
+    return true  -- plain ASCII, the usual case: one pass
+  end
+  return not string.find(s, '[%z\1-\31\127{}]') and not string.find(s, '\194[\128-\159]')
+    and is_utf8(s)
+end
+
+-- What is wrong with a chat's identity (the field and why), or nil: the format must be this
+-- one, the incarnation one ctxstore generated and the owner an id it accepts. An incarnation or
+-- owner equal to the one the caller sent was checked by the client already.
+local function identity_problem(owner, fmt, inc, user, expected_inc)
+  if fmt ~= FORMAT then
+    return 'fmt', 'not written by this version of ctxstore (format ' .. FORMAT .. ')'
+  end
+  if not inc or ((expected_inc == '' or inc ~= expected_inc)
+                 and not string.find(inc, '^[a-z2-7]+$')) then
+    return 'inc', 'not an incarnation'
+  end
+  if (user == '' or owner ~= user) and not is_key_id(owner) then
+    return 'user_id', 'not a user id'
+  end
+  return nil
+end
+
+-- A count, position or time as ctxstore writes it (and HINCRBY and Python's int() read it):
+-- decimal digits without a leading zero, at most 2^53. `default` (nil: the field is required)
+-- stands in for an absent field.
+local function number_field(key, field, raw, default)
+  if not raw then  -- nil, or false: what redis.call gives for an absent field
+    if default ~= nil then
+      return default
+    end
+    corrupt(key, field, 'missing')
+  end
+  if #raw > 16 or not (raw == '0' or string.find(raw, '^[1-9]%d*$'))
+      or tonumber(raw) > MAX_EXACT then
+    corrupt(key, field, 'not a non-negative integer')
+  end
+  return tonumber(raw)
+end
+
+
+-- A text field: present and UTF-8.
+local function text_field(key, field, raw)
+  if not raw then
+    corrupt(key, field, 'missing')
+  elseif not is_utf8(raw) then
+    corrupt(key, field, 'not UTF-8 text')
+  end
+  return raw
+end
+
 -- The chat's fields named in `names` (after owner, format and incarnation), once its identity is
 -- checked: it exists, has this layout, is the incarnation the caller knew (expected_inc, "" for
 -- any, optionally followed by "#<fence>") and belongs to the caller (user, "" for anyone), and a
@@ -98,9 +218,9 @@ local function open_chat(chat_key, user, expected_inc, names, fence_later)
     end
     fail('NOT_FOUND', {what = 'chat'})
   end
-  if fmt ~= FORMAT or not inc then
-    fail('CORRUPT', {key = chat_key, field = 'fmt',
-                     reason = 'not written by this version of ctxstore (format ' .. FORMAT .. ')'})
+  local broken, reason = identity_problem(owner, fmt, inc, user, expected_inc)
+  if broken then
+    fail('CORRUPT', {key = chat_key, field = broken, reason = reason})
   end
   if expected_inc ~= '' and inc ~= expected_inc then
     fail('REPLACED', {what = 'chat', reason = 're-created'})
@@ -115,23 +235,23 @@ local function open_chat(chat_key, user, expected_inc, names, fence_later)
   return owner, inc, {unpack(fields, 4)}
 end
 
-local function number_field(key, field, raw)
-  local value = tonumber(raw)
-  if not value then
-    fail('CORRUPT', {key = key, field = field, reason = 'not a number'})
-  end
-  return value
-end
-
 -- Branch records ----------------------------------------------------------------------------
 
+-- Position -1 (an empty branch) goes with id "" and length 0, any other with a length (and an
+-- id: append.lua reads back a fork it created without one before it sets its head, and reads
+-- that follow a head check its id with check_message_at).
 local function parse_branch(key, name, raw)
   local pos, id, created, seq, depth =
     string.match(raw, '^(%-?%d+)\t([^\t]*)\t(%d+)\t(%d+)\t(%d+)$')
-  if not pos then
-    fail('CORRUPT', {key = key, field = name, reason = 'not a branch record'})
+  if not pos or #pos > 15 or #created > 15 or #seq > 15 or #depth > 15
+      or (string.byte(pos) == 45 and pos ~= '-1') then  -- 45: '-'
+    corrupt(key, name, 'not a branch record')
   end
-  return {pos = tonumber(pos), id = id, created = created, seq = seq, depth = tonumber(depth)}
+  pos, depth = tonumber(pos), tonumber(depth)
+  if (pos == -1 and id ~= '') or (pos == -1) ~= (depth == 0) or not is_utf8(id) then
+    corrupt(key, name, 'not a branch record')
+  end
+  return {pos = pos, id = id, created = created, seq = seq, depth = depth}
 end
 
 local function format_branch(b)
@@ -145,6 +265,17 @@ local function read_branch(branch_key, name)
     fail('NOT_FOUND', {what = 'branch', id = name})
   end
   return parse_branch(branch_key, name, raw), raw
+end
+
+-- The active branch (its name as the chat hash holds it), decoded and raw: a chat's
+-- active_branch always names one of its branches.
+local function read_active_branch(chat_key, branch_key, active)
+  text_field(chat_key, 'active_branch', active)
+  local raw = redis.call('HGET', branch_key, active)
+  if not raw then
+    corrupt(chat_key, 'active_branch', 'names no branch of the chat')
+  end
+  return parse_branch(branch_key, active, raw), raw
 end
 
 -- Branch auto-naming: <base>-v<k+1>, k = the branches named <base> or starting with <base>-v.
@@ -173,7 +304,15 @@ local function branch_namer(branch_key)
   end
 end
 
--- Writes a new branch record; the caller has checked the name is free. Returns the raw record.
+-- Fails unless the counters create_branch adds to are counts (HINCRBY would fail after a write).
+local function check_branch_counters(chat_key)
+  local seq, count = unpack(redis.call('HMGET', chat_key, 'branch_seq', 'branch_count'))
+  number_field(chat_key, 'branch_seq', seq, 0)
+  number_field(chat_key, 'branch_count', count, 0)
+end
+
+-- Writes a new branch record; the caller has checked the name is free and the counters (see
+-- check_branch_counters). Returns the raw record.
 local function create_branch(chat_key, branch_key, name, pos, id, depth, now)
   local seq = redis.call('HINCRBY', chat_key, 'branch_seq', 1)
   redis.call('HINCRBY', chat_key, 'branch_count', 1)
@@ -184,10 +323,127 @@ end
 
 local function parse_checkpoint(key, name, raw)
   local pos, id, created, seq = string.match(raw, '^(%d+)\t([^\t]+)\t(%d+)\t(%d+)$')
-  if not pos then
-    fail('CORRUPT', {key = key, field = name, reason = 'not a checkpoint record'})
+  if not pos or #pos > 15 or #created > 15 or #seq > 15 or not is_utf8(id) then
+    corrupt(key, name, 'not a checkpoint record')
   end
   return {pos = tonumber(pos), id = id, created = created, seq = seq}
+end
+
+-- msgpack, the little Lua writes ----------------------------------------------------------------
+
+local function byte_string(n, width)
+  local out = {}
+  for i = width, 1, -1 do
+    out[i] = string.char(n % 256)
+    n = math.floor(n / 256)
+  end
+  return table.concat(out)
+end
+
+-- A msgpack integer >= -1 (positions and counts).
+local function pack_int(n)
+  if n == -1 then
+    return '\255'
+  elseif n < 128 then
+    return string.char(n)
+  elseif n < 256 then
+    return '\204' .. string.char(n)
+  elseif n < 65536 then
+    return '\205' .. byte_string(n, 2)
+  end
+  return '\206' .. byte_string(n, 4)
+end
+
+local function pack_str(s)
+  local n = #s
+  if n < 32 then
+    return string.char(160 + n) .. s
+  elseif n < 256 then
+    return '\217' .. string.char(n) .. s
+  end
+  return '\218' .. byte_string(n, 2) .. s
+end
+
+-- msgpack, what Lua checks ----------------------------------------------------------------------
+-- Payloads and metadata stay opaque to Lua; a script that passes stored msgpack on to the
+-- client after writing checks it first, with the rules of ctxstore's reader: strings in UTF-8,
+-- map keys of scalar types, no extension types (ctxstore never writes them), at most 1,024
+-- nested arrays and maps.
+
+local MSGPACK_MAX_DEPTH = 1024
+-- Types whose header gives a length (bin, str) or a count (array, map) in 1, 2 or 4 bytes.
+local MSGPACK_SIZED = {
+  [0xc4] = {'bin', 1}, [0xc5] = {'bin', 2}, [0xc6] = {'bin', 4},
+  [0xd9] = {'str', 1}, [0xda] = {'str', 2}, [0xdb] = {'str', 4},
+  [0xdc] = {'array', 2}, [0xdd] = {'array', 4}, [0xde] = {'map', 2}, [0xdf] = {'map', 4},
+}
+
+-- The value whose header starts at byte i of s: its kind ('int', 'scalar', 'str', 'bin',
+-- 'array', 'map'), the byte after its header, and its payload's length in bytes (an array's or
+-- a map's item count); nil when no value ctxstore reads starts there.
+local function mp_head(s, i)
+  local c = string.byte(s, i)
+  if not c then
+    return nil
+  elseif c <= 0x7f or c >= 0xe0 then
+    return 'int', i + 1, 0
+  elseif c <= 0x8f then
+    return 'map', i + 1, c - 0x80
+  elseif c <= 0x9f then
+    return 'array', i + 1, c - 0x90
+  elseif c <= 0xbf then
+    return 'str', i + 1, c - 0xa0
+  elseif c == 0xc0 or c == 0xc2 or c == 0xc3 then
+    return 'scalar', i + 1, 0
+  elseif c == 0xca or c == 0xcb then
+    return 'scalar', i + 1, c == 0xca and 4 or 8
+  elseif c >= 0xcc and c <= 0xd3 then
+    return 'int', i + 1, 2 ^ ((c - 0xcc) % 4)
+  end
+  local sized = MSGPACK_SIZED[c]
+  if not sized or i + sized[2] > #s then
+    return nil
+  end
+  local n = 0
+  for j = i + 1, i + sized[2] do
+    n = n * 256 + string.byte(s, j)
+  end
+  return sized[1], i + 1 + sized[2], n
+end
+
+-- The byte after the one msgpack value starting at byte i of s, or nil when none ctxstore reads
+-- starts there. Every value read takes at least one byte, so the walk ends within #s steps.
+local function mp_skip(s, i)
+  local n = #s
+  local left, maps, seen = {1}, {false}, {0}  -- per open array or map: items left, kind, read
+  while #left > 0 do
+    local d = #left
+    if left[d] == 0 then
+      left[d], maps[d], seen[d] = nil, nil, nil
+    else
+      left[d] = left[d] - 1
+      local is_key = maps[d] and seen[d] % 2 == 0
+      seen[d] = seen[d] + 1
+      local kind, from, size = mp_head(s, i)
+      if not kind then
+        return nil
+      end
+      if kind == 'array' or kind == 'map' then
+        if is_key or d > MSGPACK_MAX_DEPTH then
+          return nil
+        end
+        left[d + 1] = kind == 'map' and 2 * size or size
+        maps[d + 1], seen[d + 1] = kind == 'map', 0
+        i = from
+      else
+        i = from + size
+        if i > n + 1 or (kind == 'str' and not is_utf8(string.sub(s, from, i - 1))) then
+          return nil
+        end
+      end
+    end
+  end
+  return i
 end
 
 -- Positions, runs and ids ---------------------------------------------------------------------
@@ -199,12 +455,25 @@ local function derived_id(pos, inc, tag)
   return pos .. '.' .. inc .. '.' .. tag
 end
 
+-- The tag of the record at pos and the record (nil past the log). A record that does not end
+-- with a tag is not a message record.
 local function tag_at(log_key, pos)
   local record = redis.call('LINDEX', log_key, pos)
   if not record then
     return nil
   end
-  return string.sub(record, -TAG_LENGTH)
+  local tag = string.sub(record, -TAG_LENGTH)
+  if #record <= TAG_LENGTH + 1 or string.byte(record, -TAG_LENGTH - 1) ~= 160 + TAG_LENGTH
+      or not string.find(tag, '^[a-z2-7]+$') then
+    corrupt(log_key, tostring(pos), 'position ' .. pos .. ' holds no message record')
+  end
+  return tag, record
+end
+
+-- Whether a record keeps the chosen id `id` (it comes right before the tag).
+local function holds_chosen(record, id)
+  local tail = pack_str(id) .. string.sub(record, -TAG_LENGTH - 1)
+  return string.sub(record, -#tail) == tail
 end
 
 -- The position of message `id`: a generated id of this incarnation whose tag matches the
@@ -220,9 +489,16 @@ local function position_of(alias_key, log_key, inc, id)
     end
     return nil, true
   end
-  local pos = redis.call('HGET', alias_key, id)
-  if pos then
-    return number_field(alias_key, id, pos), false
+  local raw = redis.call('HGET', alias_key, id)
+  if raw then
+    local pos = number_field(alias_key, id, raw)
+    local _, record = tag_at(log_key, pos)
+    if not record then
+      corrupt(alias_key, id, 'names position ' .. pos .. ', past the log')
+    elseif not holds_chosen(record, id) then
+      corrupt(alias_key, id, 'names position ' .. pos .. ', which holds another message')
+    end
+    return pos, false
   end
   return nil, false
 end
@@ -233,6 +509,25 @@ local function require_position(alias_key, log_key, inc, id)
     fail('NOT_FOUND', {what = 'message', id = id})
   end
   return pos
+end
+
+-- Fails unless the record at pos is the message `id` names (a branch head or a checkpoint, read
+-- from `key` field `field`): a generated id of this incarnation carries that position and the
+-- record's tag, a chosen id is kept in the record. Position -1 (no message) goes with id "".
+local function check_message_at(log_key, inc, key, field, pos, id)
+  if pos < 0 and id == '' then
+    return
+  end
+  local holds = false
+  if pos >= 0 then
+    local tag, record = tag_at(log_key, pos)
+    -- (no record keeps a chosen id of the generated form: append.lua refuses them)
+    holds = record and (id == derived_id(pos, inc, tag) or holds_chosen(record, id))
+  end
+  if not holds then
+    corrupt(key, field, 'names message ' .. id .. ' at position ' .. pos ..
+                        ', which holds another message or none')
+  end
 end
 
 -- The run holding position p: its first position, the parent of that one, and its depth.
@@ -331,13 +626,37 @@ end
 
 local SUMMARY_TOKEN_BYTES = 5
 
--- The tokens a summary member records in its first bytes.
-local function summary_tokens(summary_key, member)
+-- The tokens a summary member (at position pos) records in its first bytes.
+local function summary_tokens(summary_key, member, pos)
   if #member <= SUMMARY_TOKEN_BYTES then
-    fail('CORRUPT', {key = summary_key, reason = 'a summary without a record'})
+    corrupt(summary_key, tostring(pos), 'a summary without a record')
   end
   local a, b, c, d, e = string.byte(member, 1, SUMMARY_TOKEN_BYTES)
   return (((a * 256 + b) * 256 + c) * 256 + d) * 256 + e
+end
+
+-- Whether a summary member holds, after its tokens, a record ctxstore's reader accepts: a map
+-- whose message_id and content are strings, created_at an integer and metadata a map.
+local function summary_record_ok(member)
+  local first = SUMMARY_TOKEN_BYTES + 1
+  if #member < first or mp_skip(member, first) ~= #member + 1 then
+    return false
+  end
+  local kind, i, count = mp_head(member, first)
+  if kind ~= 'map' then
+    return false
+  end
+  local found = {}
+  for _ = 1, count do
+    local key_kind, key_from, key_size = mp_head(member, i)
+    local value_at = mp_skip(member, i)
+    if key_kind == 'str' then
+      found[string.sub(member, key_from, key_from + key_size - 1)] = mp_head(member, value_at)
+    end
+    i = mp_skip(member, value_at)
+  end
+  return found.message_id == 'str' and found.content == 'str' and found.created_at == 'int'
+    and found.metadata == 'map'
 end
 
 -- The newest summary on the chain ending at head: its position and member (-1, nil: none).
@@ -473,41 +792,6 @@ local function window_size(runs_key, tok_key, head, depth, max_tokens, max_messa
   return kept
 end
 
--- msgpack, the little Lua writes ----------------------------------------------------------------
-
-local function byte_string(n, width)
-  local out = {}
-  for i = width, 1, -1 do
-    out[i] = string.char(n % 256)
-    n = math.floor(n / 256)
-  end
-  return table.concat(out)
-end
-
--- A msgpack integer >= -1 (positions and counts).
-local function pack_int(n)
-  if n == -1 then
-    return '\255'
-  elseif n < 128 then
-    return string.char(n)
-  elseif n < 256 then
-    return '\204' .. string.char(n)
-  elseif n < 65536 then
-    return '\205' .. byte_string(n, 2)
-  end
-  return '\206' .. byte_string(n, 4)
-end
-
-local function pack_str(s)
-  local n = #s
-  if n < 32 then
-    return string.char(160 + n) .. s
-  elseif n < 256 then
-    return '\217' .. string.char(n) .. s
-  end
-  return '\218' .. byte_string(n, 2) .. s
-end
-
 -- Commands over long lists ------------------------------------------------------------------
 
 -- Runs `command key <items>` in slices: unpack() of a very long list overflows the Lua stack.
@@ -520,13 +804,49 @@ end
 
 -- Chat fields ---------------------------------------------------------------------------------
 
--- The newer of the stored updated_at and now (writers' clocks differ; it never moves back).
+-- The chat hash's fields the reader of a chat parses, besides metadata ("m:<key>", msgpack),
+-- usage ("u:<counter>", counts) and the identity open_chat checks: true for counts and times,
+-- false for text. All but the title are always there.
+local CHAT_FIELDS = {created_at = true, updated_at = true, active_branch = false, title = false}
+
+-- Fails unless every field of the chat hash that the reader of a chat parses is well formed,
+-- those in `replaced` (field name -> true) excepted: the caller overwrites them. A script that
+-- writes the chat and replies with its whole hash calls it before its first write.
+local function check_chat_hash(chat_key, replaced)
+  local flat = redis.call('HGETALL', chat_key)
+  local present = {}
+  for i = 1, #flat, 2 do
+    local name, value = flat[i], flat[i + 1]
+    present[name] = true
+    local prefix = string.sub(name, 1, 2)
+    if replaced[name] then
+      -- overwritten by the caller
+    elseif not is_utf8(name) then
+      fail('CORRUPT', {key = chat_key, reason = 'a field name that is not UTF-8'})
+    elseif prefix == 'm:' then
+      if mp_skip(value, 1) ~= #value + 1 then
+        corrupt(chat_key, name, 'not a msgpack value ctxstore reads')
+      end
+    elseif prefix == 'u:' or CHAT_FIELDS[name] then
+      number_field(chat_key, name, value)
+    elseif CHAT_FIELDS[name] == false then
+      text_field(chat_key, name, value)
+    end
+  end
+  for name in pairs(CHAT_FIELDS) do
+    if name ~= 'title' and not present[name] and not replaced[name] then
+      corrupt(chat_key, name, 'missing')
+    end
+  end
+end
+
+-- The newer of the stored updated_at (read with number_field) and now: writers' clocks
+-- differ, and it never moves back.
 local function newer(stored, now)
-  local current = tonumber(stored or '0') or 0
-  if now > current then
+  if now > stored then
     return now
   end
-  return current
+  return stored
 end
 
 -- Refuses (LIMIT, before anything is written) a metadata merge that would leave the chat with
@@ -571,13 +891,20 @@ local function recall_request(req_key, req_old_key, request)
   return redis.call('HGET', req_key, request) or redis.call('HGET', req_old_key, request)
 end
 
+-- When the chat's current request generation began (0: none yet), checked: the scripts that
+-- remember requests read it before their first write.
+local function request_since(chat_key, raw)
+  return number_field(chat_key, 'req_since', raw, 0)
+end
+
 -- Remembers a write's summary; a generation older than a minute becomes the old one, and each
--- generation expires three minutes after it began, so an idle chat keeps none.
+-- generation expires three minutes after it began, so an idle chat keeps none. `since` comes
+-- from request_since.
 local function remember_request(chat_key, req_key, req_old_key, request, summary, since, now)
   if request == '' then
     return
   end
-  if now - (tonumber(since or '0') or 0) > REQUEST_GENERATION_MS then
+  if now - since > REQUEST_GENERATION_MS then
     if redis.call('EXISTS', req_key) == 1 then
       redis.call('RENAME', req_key, req_old_key)
     else

@@ -9,7 +9,7 @@
 -- ARGV[5..] field, increment pairs ("u:<counter>" -> non-negative integer)
 -- Reply: flat list of every usage field given and its value after this call
 -- Errors: NOT_FOUND when the chat does not exist, FORBIDDEN, REPLACED, CORRUPT (a stored
---         counter that is not a number), INVALID (a counter would pass 2^53: nothing is added).
+--         counter that is not a count), INVALID (a counter would pass 2^53: nothing is added).
 -- HINCRBY makes concurrent additions from many workers all count. Every counter is read and
 -- checked before the first is written, so a call adds all of its counts or none.
 
@@ -19,6 +19,7 @@ local FIRST_COUNTER_ARG = 5
 
 return run(function()
   local _, _, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since'}, true)
+  local since = request_since(KEYS[1], fields[1])
   if recall_request(KEYS[2], KEYS[3], ARGV[3]) then
     local reply = {}
     for i = FIRST_COUNTER_ARG, #ARGV, 2 do
@@ -29,11 +30,7 @@ return run(function()
   end
   check_fence(KEYS[1], fence)
   for i = FIRST_COUNTER_ARG, #ARGV, 2 do
-    local stored = redis.call('HGET', KEYS[1], ARGV[i])
-    local current = 0
-    if stored then
-      current = number_field(KEYS[1], ARGV[i], stored)
-    end
+    local current = number_field(KEYS[1], ARGV[i], redis.call('HGET', KEYS[1], ARGV[i]), 0)
     local add = tonumber(ARGV[i + 1])
     if not add or add < 0 or current + add > MAX_COUNT then
       fail('INVALID', {reason = 'a usage counter would pass 2^53', field = ARGV[i]})
@@ -44,6 +41,6 @@ return run(function()
     reply[#reply + 1] = ARGV[i]
     reply[#reply + 1] = redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
   end
-  remember_request(KEYS[1], KEYS[2], KEYS[3], ARGV[3], 'added', fields[1], tonumber(ARGV[4]))
+  remember_request(KEYS[1], KEYS[2], KEYS[3], ARGV[3], 'added', since, tonumber(ARGV[4]))
   return reply
 end)

@@ -49,8 +49,9 @@
 -- job per chat, decided atomically here. write_summary clears it.
 -- Errors: NOT_FOUND (chat, branch, the expected head when forking), CONFLICT (head moved and
 --         on_conflict=raise; message id exists and on_existing=raise; lease_lost: the turn's
---         fencing token is stale), INVALID (duplicate or
---         reserved ids), FORBIDDEN, REPLACED.
+--         fencing token is stale), INVALID (duplicate or reserved ids), FORBIDDEN, REPLACED,
+--         CORRUPT (anything read that is malformed, a head that is not the message its branch
+--         record names: checked before any write).
 --
 -- on_conflict: raise reports the current head; rebase chains onto the current head; fork writes
 -- onto a new auto-named branch that starts at `expected` (not activated: the other writer's branch
@@ -120,6 +121,9 @@ return run(function()
                                               true)
   local record = read_branch(branch, target)
   local record_name = target
+  local updated_before = number_field(chat, 'updated_at', fields[1])
+  local since = request_since(chat, fields[3])
+  check_message_at(log, inc, branch, target, record.pos, record.id)
   -- A resend of a call that succeeded finds the head moved on (its own messages), or wrote
   -- under chosen ids (an edit leaves the head where it was): only then can it be one.
   if record.id ~= expected or any_chosen then
@@ -127,6 +131,9 @@ return run(function()
     if prior then
       local name, first, rebased, fork, created, edits =
         string.match(prior, '^([^\t]*)\t(%d+)\t(%d)\t([^\t]*)\t([^\t]*)\t(.*)$')
+      if not name or not is_utf8(prior) then
+        corrupt(req, request, 'not the summary of an append')
+      end
       local created_list, edit_list = {}, {}
       for item in string.gmatch(created, '[^\n]+') do
         created_list[#created_list + 1] = item
@@ -134,7 +141,7 @@ return run(function()
       for item in string.gmatch(edits, '%d+') do
         edit_list[#edit_list + 1] = tonumber(item)
       end
-      local updated_at = tonumber(fields[1])
+      local updated_at = updated_before
       return {name, tonumber(first), edit_list, tonumber(rebased), fork, created_list,
               updated_at, owner, index(chat_id, index_owner, owner, updated_at), inc, -1, '', 0,
               -1}
@@ -210,12 +217,19 @@ return run(function()
     local spos, member = newest_summary(runs, summary_key, base)
     local context = head_total
     if member then
-      context = head_total - select(2, tok_at(tok, spos)) + summary_tokens(summary_key, member)
+      context = head_total - select(2, tok_at(tok, spos)) +
+                summary_tokens(summary_key, member, spos)
     end
     if context < tonumber(soft_tokens) then
       return context, ''
     end
-    local pending_since = tonumber(string.match(fields[4] or '', '\t(%d+)$') or '')
+    local pending_since = nil
+    if fields[4] then
+      pending_since = tonumber(string.match(fields[4], '^%-?%d+\t(%d+)$') or '')
+      if not pending_since then
+        corrupt(chat, 'cjob', 'not a compaction marker')
+      end
+    end
     if pending_since and now - pending_since < (tonumber(job_ttl) or 0) then
       return context, ''
     end
@@ -323,6 +337,10 @@ return run(function()
     heads[target] = {pos = pos, id = cursor_id, depth = cursor_depth}
   end
 
+  if #new_branches > 0 then
+    check_branch_counters(chat)
+  end
+
   -- Phase 2: write.
   local created_names = {}
   for _, fork in ipairs(new_branches) do
@@ -357,7 +375,7 @@ return run(function()
     current.pos, current.id, current.depth = head.pos, head.id, head.depth
     redis.call('HSET', branch, name, format_branch(current))
   end
-  local updated_at = newer(fields[1], now)
+  local updated_at = newer(updated_before, now)
   redis.call('HSET', chat, 'message_count', message_count + count, 'updated_at', updated_at)
   local enqueued = 0
   if job ~= '' then
@@ -371,7 +389,7 @@ return run(function()
   remember_request(chat, req, req_old, request,
                    target .. '\t' .. first .. '\t' .. rebased .. '\t' .. conflict_fork .. '\t' ..
                    table.concat(created_names, '\n') .. '\t' .. table.concat(edits, ','),
-                   fields[3], now)
+                   since, now)
   return {target, first, edits, rebased, conflict_fork, created_names, updated_at, owner,
           index(chat_id, index_owner, owner, updated_at), inc, context_tokens, job, enqueued,
           head_tokens}

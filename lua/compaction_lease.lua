@@ -20,9 +20,15 @@
 return run(function()
   open_chat(KEYS[1], ARGV[1], ARGV[2], {})
   local now, token = tonumber(ARGV[5]), ARGV[4]
-  local holder, expires = string.match(redis.call('HGET', KEYS[1], 'clease') or '',
-                                       '^([^\t]*)\t(%d+)$')
-  expires = tonumber(expires or '0')
+  local lease = redis.call('HGET', KEYS[1], 'clease')
+  local holder, expires = nil, 0
+  if lease then
+    holder, expires = string.match(lease, '^([^\t]*)\t(%d+)$')
+    if not holder then
+      corrupt(KEYS[1], 'clease', 'not a lease')
+    end
+    expires = tonumber(expires)
+  end
   if ARGV[3] == 'take' then
     if holder and holder ~= token and expires > now then
       return {0, expires}

@@ -21,16 +21,19 @@
 --                     branch the first one created instead of creating another
 -- Reply: {name, branch record, active branch, incarnation}
 -- Errors: NOT_FOUND (chat, message, checkpoint), CONFLICT (explicit name taken), FORBIDDEN,
---         REPLACED.
+--         REPLACED, CORRUPT (a checkpoint that does not name the message at its position, a
+--         counter or field that is malformed: checked before anything is written).
 -- Auto-naming runs inside the script, so two workers forking at once get distinct names;
 -- restoring a checkpoint reads it in the same script, so it cannot move in between.
 
 return run(function()
-  local _, inc, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since'}, true)
+  local _, inc, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since', 'active_branch'},
+                                         true)
+  local since = request_since(KEYS[1], fields[1])
+  local active = text_field(KEYS[1], 'active_branch', fields[2])
   local prior = recall_request(KEYS[7], KEYS[8], ARGV[9])
   if prior then
-    return {prior, redis.call('HGET', KEYS[5], prior) or '', redis.call('HGET', KEYS[1],
-            'active_branch'), inc}
+    return {prior, redis.call('HGET', KEYS[5], prior) or '', active, inc}
   end
   check_fence(KEYS[1], fence)
   local pos, id = -1, ''
@@ -41,6 +44,7 @@ return run(function()
     end
     local checkpoint = parse_checkpoint(KEYS[6], ARGV[3], raw)
     pos, id = checkpoint.pos, checkpoint.id
+    check_message_at(KEYS[2], inc, KEYS[6], ARGV[3], pos, id)
   elseif ARGV[3] ~= '' then
     pos, id = require_position(KEYS[3], KEYS[2], inc, ARGV[3]), ARGV[3]
   end
@@ -51,10 +55,12 @@ return run(function()
     fail('CONFLICT', {reason = 'branch_exists', branch = name})
   end
   local depth = depth_at(KEYS[4], pos)
+  check_branch_counters(KEYS[1])
   local raw = create_branch(KEYS[1], KEYS[5], name, pos, id, depth, tonumber(ARGV[7]))
   if ARGV[6] == '1' then
     redis.call('HSET', KEYS[1], 'active_branch', name)
+    active = name
   end
-  remember_request(KEYS[1], KEYS[7], KEYS[8], ARGV[9], name, fields[1], tonumber(ARGV[7]))
-  return {name, raw, redis.call('HGET', KEYS[1], 'active_branch'), inc}
+  remember_request(KEYS[1], KEYS[7], KEYS[8], ARGV[9], name, since, tonumber(ARGV[7]))
+  return {name, raw, active, inc}
 end)

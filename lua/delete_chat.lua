@@ -11,12 +11,19 @@
 -- KEYS[10] tok        token entries
 -- ARGV[1] user_id     "" to delete whoever owns it; otherwise only that owner's chat
 -- Reply: {deleted (0|1), owner ("" when nothing was deleted)}
--- Errors: FORBIDDEN when the chat belongs to another user (nothing is deleted).
+-- Errors: FORBIDDEN when the chat belongs to another user (nothing is deleted), CORRUPT when
+--         its owner is missing or not a user id (nothing is deleted).
 
 return run(function()
   local owner = redis.call('HGET', KEYS[1], 'user_id')
   if not owner then
+    if redis.call('EXISTS', KEYS[1]) == 1 then
+      corrupt(KEYS[1], 'user_id', 'chat without an owner')
+    end
     return {0, ''}
+  end
+  if not is_key_id(owner) then
+    corrupt(KEYS[1], 'user_id', 'not a user id')
   end
   if ARGV[1] ~= '' and owner ~= ARGV[1] then
     fail('FORBIDDEN', {what = 'chat'})

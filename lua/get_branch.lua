@@ -10,10 +10,12 @@
 return run(function()
   local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'active_branch'})
   local active = fields[1] or ''
-  local name = ARGV[3]
+  local name, raw = ARGV[3], nil
   if name == '' then
     name = active
+    _, raw = read_active_branch(KEYS[1], KEYS[2], fields[1])
+  else
+    _, raw = read_branch(KEYS[2], name)
   end
-  local _, raw = read_branch(KEYS[2], name)
   return {name, raw, active, inc}
 end)

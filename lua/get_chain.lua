@@ -50,7 +50,19 @@ return run(function()
       name = active
     end
     local record
-    record, raw_branch = read_branch(KEYS[5], name)
+    if ARGV[4] == '' then
+      record, raw_branch = read_active_branch(KEYS[1], KEYS[5], fields[1])
+    else
+      record, raw_branch = read_branch(KEYS[5], name)
+    end
+    -- The head's position must be in the log. A read of records checks the head's id on the
+    -- client, against the last record (cheaper than reading the record here too); a read of
+    -- the size alone reads no record, so it checks here.
+    if ARGV[13] == '1' then
+      check_message_at(KEYS[2], inc, KEYS[5], name, record.pos, record.id)
+    elseif record.pos >= redis.call('LLEN', KEYS[2]) then
+      corrupt(KEYS[5], name, 'names position ' .. record.pos .. ', past the log')
+    end
     head, depth = record.pos, record.depth
   elseif ARGV[3] == 'walk' then
     head = tonumber(ARGV[4])
@@ -74,7 +86,7 @@ return run(function()
       local pos, member = newest_summary(KEYS[4], KEYS[7], head)
       if member then
         summary_pos, summary_member = pos, member
-        summary_tok = summary_tokens(KEYS[7], member)
+        summary_tok = summary_tokens(KEYS[7], member, pos)
         before = select(2, tok_at(KEYS[6], pos))
         after = depth - depth_at(KEYS[4], pos)
         limit = after

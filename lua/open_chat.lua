@@ -21,9 +21,11 @@
 -- Reply: {created (0|1), flat HGETALL of the chat hash, active branch, its record,
 --         then the chain read of get_chain.lua when load is "1" (head, length, base, covered,
 --         records, left, next), else nothing more}
--- Errors: FORBIDDEN when another user owns the chat (nothing is written or read), CORRUPT,
---         LIMIT (chain longer than max_depth, or metadata past max_keys / max_bytes once
---         merged: checked before anything is written, so a refused new chat is not created).
+-- Errors: FORBIDDEN when another user owns the chat (nothing is written or read), CORRUPT
+--         (checked before anything is written: a merge first checks every field the reply
+--         carries), LIMIT (chain longer than max_depth, or metadata past max_keys / max_bytes
+--         once merged: checked before anything is written, so a refused new chat is not
+--         created).
 -- This is upsert_chat, and the first call of a context engine: the owner check, the metadata
 -- merge and the read of the conversation happen in one script, one round trip.
 
@@ -33,6 +35,7 @@ return run(function()
   local chat, now = KEYS[1], tonumber(ARGV[2])
   local created = 0
   local inc, fields, active, record = ARGV[3], {}, 'main', nil
+  local updated_before = now
   local load = ARGV[4]
   if load == '2' then
     load = redis.call('ZCARD', KEYS[5]) > 0 and '0' or '1'
@@ -47,9 +50,23 @@ return run(function()
       -- was lost). Answer as that call did, so the caller indexes the chat.
       created = 1
     end
-    record = read_branch(KEYS[4], active)
-    if load == '1' and record.depth > tonumber(ARGV[5]) then
-      fail('LIMIT', {what = 'chain depth', limit = tonumber(ARGV[5]), length = record.depth})
+    record = read_active_branch(chat, KEYS[4], active)
+    if load == '1' then
+      -- The head's id is checked on the client, against the chain's last record.
+      if record.pos >= redis.call('LLEN', KEYS[2]) then
+        corrupt(KEYS[4], active, 'names position ' .. record.pos .. ', past the log')
+      end
+      if record.depth > tonumber(ARGV[5]) then
+        fail('LIMIT', {what = 'chain depth', limit = tonumber(ARGV[5]), length = record.depth})
+      end
+    end
+    if #ARGV >= FIRST_METADATA_ARG then
+      local merged = {}
+      for i = FIRST_METADATA_ARG, #ARGV, 2 do
+        merged[ARGV[i]] = true
+      end
+      check_chat_hash(chat, merged)
+      updated_before = number_field(chat, 'updated_at', fields[1])
     end
   end
   if #ARGV >= FIRST_METADATA_ARG then
@@ -69,7 +86,7 @@ return run(function()
       metadata[#metadata + 1] = ARGV[i]
     end
     in_slices('HSET', chat, metadata)
-    redis.call('HSET', chat, 'updated_at', newer(fields[1], now))
+    redis.call('HSET', chat, 'updated_at', newer(updated_before, now))
   end
   local reply = {created, redis.call('HGETALL', chat), active, format_branch(record)}
   if load == '1' then

@@ -12,7 +12,7 @@
 -- ARGV[5] branch_items how many branch items follow (name, record read, new record triples)
 -- ARGV[6] checkpoint_items  how many checkpoint items follow (the same triples)
 -- ARGV[7..] items    the alias, runs, branch and checkpoint items, in that order
--- Reply: {owner, updated_at}
+-- Reply: {owner, updated_at as stored ("" when absent; the caller checks it where it uses it)}
 -- Errors: REPLACED (the chat was deleted or re-created), CORRUPT (the chat hash itself),
 --         CONFLICT (the log grew or a record to rewrite changed since verify read it).
 --
@@ -82,5 +82,5 @@ return run(function()
   rewrite(branch, sections[3])
   rewrite(checkpoint, sections[4])
   redis.call('HSET', chat, 'message_count', length, 'branch_count', redis.call('HLEN', branch))
-  return {owner, tonumber(fields[1]) or 0}
+  return {owner, fields[1] or ''}
 end)

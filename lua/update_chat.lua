@@ -15,7 +15,8 @@
 -- ARGV[10..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
 -- Reply: {indexed (0|1), flat HGETALL of the chat hash}
 -- Errors: NOT_FOUND when the chat does not exist, FORBIDDEN, REPLACED, LIMIT (the metadata
---         past max_keys / max_bytes once merged; nothing is written, the title included).
+--         past max_keys / max_bytes once merged; nothing is written, the title included),
+--         CORRUPT (a field the reply carries is malformed: checked before anything is written).
 -- Each metadata key is its own hash field, so concurrent merges of different keys all survive.
 -- The index entries move inside the script, so a refused update never moves the chat up.
 
@@ -26,6 +27,12 @@ return run(function()
   if #ARGV >= FIRST_METADATA_ARG then
     check_metadata_merge(KEYS[1], ARGV, FIRST_METADATA_ARG, tonumber(ARGV[8]), tonumber(ARGV[9]))
   end
+  local replaced = {title = ARGV[4] == '1'}
+  for i = FIRST_METADATA_ARG, #ARGV, 2 do
+    replaced[ARGV[i]] = true
+  end
+  check_chat_hash(KEYS[1], replaced)
+  local updated_at = newer(number_field(KEYS[1], 'updated_at', fields[1]), tonumber(ARGV[3]))
   if ARGV[4] == '1' then
     redis.call('HSET', KEYS[1], 'title', ARGV[5])
   end
@@ -36,7 +43,6 @@ return run(function()
     end
     in_slices('HSET', KEYS[1], metadata)
   end
-  local updated_at = newer(fields[1], tonumber(ARGV[3]))
   redis.call('HSET', KEYS[1], 'updated_at', updated_at)
   local indexed = 0
   if KEYS[2] ~= nil and ARGV[7] == owner then

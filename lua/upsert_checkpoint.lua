@@ -13,7 +13,7 @@
 -- ARGV[6] request      the call's request id: a resent call (its reply lost) answers with the
 --                      record the first one wrote instead of moving the checkpoint again
 -- Reply: checkpoint record
--- Errors: NOT_FOUND (chat, message), FORBIDDEN, REPLACED.
+-- Errors: NOT_FOUND (chat, message), FORBIDDEN, REPLACED, CORRUPT.
 
 return run(function()
   local _, inc, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since'}, true)
@@ -23,6 +23,7 @@ return run(function()
   end
   check_fence(KEYS[1], fence)
   local pos = require_position(KEYS[3], KEYS[2], inc, ARGV[4])
+  number_field(KEYS[1], 'checkpoint_seq', redis.call('HGET', KEYS[1], 'checkpoint_seq'), 0)
   local seq = redis.call('HINCRBY', KEYS[1], 'checkpoint_seq', 1)
   local raw = pos .. '\t' .. ARGV[4] .. '\t' .. ARGV[5] .. '\t' .. seq
   redis.call('HSET', KEYS[4], ARGV[3], raw)

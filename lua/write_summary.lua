@@ -28,6 +28,9 @@ return run(function()
   local tokens = select(2, tok_at(KEYS[6], pos))
   local depth = depth_at(KEYS[4], pos)
   local existing = redis.call('ZRANGEBYSCORE', KEYS[5], pos, pos, 'LIMIT', 0, 1)[1]
+  if existing and not summary_record_ok(existing) then
+    corrupt(KEYS[5], tostring(pos), 'not a summary record')
+  end
   local written = 0
   local member = existing
   if not existing then

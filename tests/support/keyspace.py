@@ -17,21 +17,34 @@ def raw_client(url: str) -> Any:
 def snapshot(url: str, base: str) -> dict[bytes, Any]:
     """Every key under ``<base>:`` with its full content."""
     client = raw_client(url)
+    try:
+        return snapshot_of(client, base)
+    finally:
+        client.close()
+
+
+def snapshot_of(client: Any, base: str) -> dict[bytes, Any]:
+    """:func:`snapshot` through an open client (a test that takes many snapshots keeps one);
+    the keys' types and contents are read in two pipelines."""
     pattern = f"{base}:*"
-    result: dict[bytes, Any] = {}
-    keys = (
+    keys = list(
         client.scan_iter(match=pattern, target_nodes=RedisCluster.PRIMARIES)
         if isinstance(client, RedisCluster)
         else client.scan_iter(match=pattern)
     )
+    types = client.pipeline(transaction=False)
     for key in keys:
-        kind = client.type(key)
-        kind = kind.decode() if isinstance(kind, bytes) else kind
+        types.type(key)
+    kinds = [kind.decode() if isinstance(kind, bytes) else kind for kind in types.execute()]
+    contents = client.pipeline(transaction=False)
+    for key, kind in zip(keys, kinds, strict=True):
         if kind == "hash":
-            result[key] = ("hash", client.hgetall(key))
+            contents.hgetall(key)
         elif kind == "zset":
-            result[key] = ("zset", client.zrange(key, 0, -1, withscores=True))
+            contents.zrange(key, 0, -1, withscores=True)
         else:
-            result[key] = (kind, client.dump(key))
-    client.close()
-    return result
+            contents.dump(key)
+    return {
+        key: (kind, content)
+        for key, kind, content in zip(keys, kinds, contents.execute(), strict=True)
+    }

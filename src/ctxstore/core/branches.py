@@ -9,7 +9,7 @@ from ctxstore.core.chats import chat_context, keys_for, scope_args
 from ctxstore.core.ids import check_name, new_request_id
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Call, Operation, script_call
-from ctxstore.core.records import branch_info, pairs, text
+from ctxstore.core.records import branch_info, corrupt, field_text, pairs
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
 
@@ -18,11 +18,18 @@ if TYPE_CHECKING:
 
 
 def _one_branch(chat: ChatKeys) -> Any:
-    """Parser for the ``{name, record, active, length}`` reply several scripts share."""
+    """Parser for the ``{name, record, active, incarnation}`` reply several scripts share (the
+    name is the caller's or the chat's active branch)."""
 
     def parse(reply: Sequence[Any]) -> BranchInfo:
         name, raw, active, _inc = reply
-        info, _seq = branch_info(text(name), raw, active=text(active), key=chat.key("branch"))
+        chat_key = chat.key("chat")
+        info, _seq = branch_info(
+            field_text(name, chat_key, "active_branch"),
+            raw,
+            active=field_text(active, chat_key, "active_branch"),
+            key=chat.key("branch"),
+        )
         return info
 
     return parse
@@ -157,10 +164,13 @@ def list_branches(
     script = load_script("list_branches")
 
     def parse(reply: Sequence[Any]) -> list[BranchInfo]:
-        active, flat = text(reply[0]), reply[1]
+        active = field_text(reply[0], chat.key("chat"), "active_branch")
+        records = pairs(reply[1], chat.key("branch"))
+        if active not in records:
+            raise corrupt(chat.key("chat"), "active_branch", "names no branch of the chat")
         ordered = [
-            branch_info(text(name), raw, active=active, key=chat.key("branch"))
-            for name, raw in pairs(flat).items()
+            branch_info(name, raw, active=active, key=chat.key("branch"))
+            for name, raw in records.items()
         ]
         ordered.sort(key=lambda pair: pair[1])
         return [info for info, _seq in ordered]

@@ -22,7 +22,7 @@ import msgpack
 
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Call, Operation, command_call
-from ctxstore.core.records import gc_paused, text
+from ctxstore.core.records import corrupt, gc_paused
 from ctxstore.core.state import StoreState
 from ctxstore.errors import ChatReplacedError, CorruptionError, CtxStoreError
 from ctxstore.results import StoredMessage
@@ -83,10 +83,8 @@ def decode_records(parts: Sequence[Slice], key: str) -> list[Any]:
         records = msgpack.unpackb(blob, raw=False, strict_map_key=False)
     except Exception as exc:  # msgpack raises several unrelated types for bad input
         position = _first_undecodable(parts)
-        raise CorruptionError(
-            f"the record at {key} position {position} is not valid msgpack ({exc})",
-            key=key,
-            field=str(position),
+        raise corrupt(
+            key, str(position), f"the record at position {position} is not valid msgpack ({exc})"
         ) from exc
     return list(records)
 
@@ -103,26 +101,22 @@ def _first_undecodable(parts: Sequence[Slice]) -> int:
 
 
 def _bad_record(key: str, position: int) -> CorruptionError:
-    return CorruptionError(
-        f"the record at {key} position {position} is not a message record",
-        key=key,
-        field=str(position),
-    )
+    return corrupt(key, str(position), f"the record at position {position} is not a message record")
 
 
 def record_fields(
     record: Any, key: str, position: int
 ) -> tuple[int, int, dict[str, Any], str | None, str]:
     """(parent position, created_at, payload, chosen id or None, tag) of a decoded record."""
-    if not isinstance(record, list) or len(record) not in (5, 6):
+    if type(record) is not list or len(record) not in (5, 6):
         raise _bad_record(key, position)
     parent, created_at, payload, chosen, tag = record[0], record[1], record[2], *record[-2:]
     if (
-        not isinstance(parent, int)
-        or not isinstance(created_at, int)
-        or not isinstance(payload, dict)
-        or not (chosen is None or isinstance(chosen, str))
-        or not isinstance(tag, str)
+        type(parent) is not int
+        or type(created_at) is not int
+        or type(payload) is not dict
+        or not (chosen is None or type(chosen) is str)
+        or type(tag) is not str
     ):
         raise _bad_record(key, position)
     return parent_position(parent, position), created_at, payload, chosen, tag
@@ -163,7 +157,12 @@ def _decode_chain(
                 continue
             raise _bad_record(key, position)
         created_at, payload, chosen, tag = record[1], record[2], record[3], record[4]
-        if type(payload) is not dict or type(created_at) is not int or type(tag) is not str:
+        if (
+            type(payload) is not dict
+            or type(created_at) is not int
+            or type(tag) is not str
+            or type(record[0]) is not int
+        ):
             raise _bad_record(key, position)
         if chosen is None:
             message_id = f"{position}.{incarnation}.{tag}"
@@ -230,7 +229,7 @@ def fetch_ranges(
     for outcome in outcomes:
         if isinstance(outcome, CtxStoreError):
             raise outcome
-    if outcomes[-1] is None or text(outcomes[-1]) != incarnation:
+    if outcomes[-1] is None or outcomes[-1] != incarnation.encode():
         raise ChatReplacedError(
             f"chat {chat.chat_id!r} was deleted or re-created while it was being read",
             **context,
@@ -238,10 +237,8 @@ def fetch_ranges(
     fetched = []
     for (first, last), records in zip(wanted, outcomes, strict=False):
         if len(records) != last - first + 1:
-            raise CorruptionError(
-                f"the chain reaches position {last} of {log_key}, past the end of the log",
-                key=log_key,
-                field=str(last),
+            raise corrupt(
+                log_key, str(last), f"the chain reaches position {last}, past the end of the log"
             )
         fetched.append(Slice(first, last, records))
     return fetched

@@ -12,7 +12,15 @@ from ctxstore.core.codec import encode
 from ctxstore.core.ids import check_key_id, check_name, new_request_id
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Arg, Call, Operation, script_call
-from ctxstore.core.records import METADATA_PREFIX, USAGE_KEY, USAGE_PREFIX, chat_meta, pairs, text
+from ctxstore.core.records import (
+    METADATA_PREFIX,
+    USAGE_KEY,
+    USAGE_PREFIX,
+    chat_meta,
+    field_count,
+    pairs,
+    text,
+)
 from ctxstore.core.scripts import LuaScript, load_script
 from ctxstore.core.state import StoreState
 from ctxstore.errors import CtxStoreError, LimitExceededError, ValidationError
@@ -81,7 +89,9 @@ def metadata_args(metadata: Mapping[str, Any] | None, state: StoreState) -> list
                 "metadata key 'usage' is kept by add_usage() and cannot be set directly"
             )
         field = METADATA_PREFIX + key
-        packed = encode(value, what=f"metadata[{key!r}]", limit=limits.max_message_bytes)
+        packed = encode(
+            value, what=f"metadata[{key!r}]", limit=limits.max_message_bytes, strict=True
+        )
         size += len(field.encode("utf-8")) + len(packed)
         check_metadata_size("metadata bytes", size, limits.max_metadata_bytes)
         args += [field, packed]
@@ -260,7 +270,8 @@ def add_usage(
         keys_for(script, chat),
         args,
         parse=lambda reply: {
-            name[len(USAGE_PREFIX) :]: int(value) for name, value in pairs(reply).items()
+            name[len(USAGE_PREFIX) :]: field_count(value, chat.key("chat"), name)
+            for name, value in pairs(reply, chat.key("chat")).items()
         },
         context=chat_context(chat_id),
         writes=True,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Any
 from ctxstore.core.chats import chat_context, keys_for, scope_args
 from ctxstore.core.ids import check_name, new_request_id
 from ctxstore.core.protocol import Operation, script_call
-from ctxstore.core.records import checkpoint_info, text
+from ctxstore.core.records import checkpoint_info, pairs
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
 
@@ -76,8 +76,8 @@ def list_checkpoints(
 
     def parse(flat: Sequence[Any]) -> list[CheckpointInfo]:
         ordered = [
-            checkpoint_info(text(flat[i]), flat[i + 1], chat.key("checkpoint"))
-            for i in range(0, len(flat), 2)
+            checkpoint_info(name, raw, chat.key("checkpoint"))
+            for name, raw in pairs(flat, chat.key("checkpoint")).items()
         ]
         ordered.sort(key=lambda pair: pair[1], reverse=True)
         return [info for info, _seq in ordered]

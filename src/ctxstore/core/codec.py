@@ -19,11 +19,15 @@ from ctxstore.errors import CorruptionError, PayloadTooLargeError, Unserializabl
 _SCALARS = (str, bytes, bool, int, float, type(None))
 
 
-def encode(value: Any, *, what: str, limit: int, payload: Any = None) -> bytes:
+def encode(
+    value: Any, *, what: str, limit: int, payload: Any = None, strict: bool = False
+) -> bytes:
     """msgpack bytes of ``value``; refuses values msgpack cannot encode and oversized results.
 
     ``payload`` is the caller's part of ``value`` (a record wraps it): error paths are given
-    relative to it, in the caller's terms.
+    relative to it, in the caller's terms. ``strict``: the value is read back with
+    :func:`decode` (chat metadata, summaries), so what it refuses (extension types) is refused
+    here too.
     """
     try:
         packed: bytes = msgpack.packb(value, use_bin_type=True)
@@ -33,7 +37,12 @@ def encode(value: Any, *, what: str, limit: int, payload: Any = None) -> bytes:
             f"{path} cannot be stored: {exc}", what=what, path=path
         ) from exc
     try:
-        msgpack.unpackb(packed, raw=False, strict_map_key=False)
+        if strict:
+            _refuse_timestamps(
+                msgpack.unpackb(packed, raw=False, strict_map_key=False, ext_hook=_no_extension)
+            )
+        else:
+            msgpack.unpackb(packed, raw=False, strict_map_key=False)
     except Exception as exc:  # it would be stored, then no read could decode it
         path = _first_unencodable(value if payload is None else payload, what)
         raise UnserializablePayloadError(
@@ -49,16 +58,38 @@ def encode(value: Any, *, what: str, limit: int, payload: Any = None) -> bytes:
     return packed
 
 
+def _no_extension(code: int, _data: bytes) -> Any:
+    raise ValueError(f"an extension type ({code}), which ctxstore never writes")
+
+
 def decode(raw: bytes, *, key: str, field: str) -> Any:
-    """The value stored at ``key``/``field``; undecodable bytes are a corruption error."""
+    """The value stored at ``key``/``field``; undecodable bytes are a corruption error. What
+    is undecodable is what the scripts' ``mp_skip`` refuses too: bad msgpack, strings that are
+    not UTF-8, lists or maps as map keys, extension types, more than 1,024 nested containers."""
     try:
-        return msgpack.unpackb(raw, raw=False, strict_map_key=False)
+        value = msgpack.unpackb(raw, raw=False, strict_map_key=False, ext_hook=_no_extension)
+        _refuse_timestamps(value)
+        return value
     except Exception as exc:  # msgpack raises several unrelated types for bad input
         raise CorruptionError(
             f"the record at {key} field {field!r} is not valid msgpack ({exc})",
             key=key,
             field=field,
         ) from exc
+
+
+def _refuse_timestamps(value: Any) -> None:
+    """msgpack decodes its timestamp extension itself, without the ext_hook."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, msgpack.Timestamp):
+            raise ValueError("an extension type (-1, a timestamp), which ctxstore never writes")
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
 
 
 def _first_unencodable(value: Any, path: str) -> str:

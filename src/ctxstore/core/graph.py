@@ -21,14 +21,14 @@ from ctxstore.core.protocol import Operation, script_call
 from ctxstore.core.records import (
     branch_record,
     chat_meta,
-    checkpoint_info,
+    checkpoint_record,
+    corrupt,
     gc_paused,
     pairs,
     to_branch_info,
 )
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
-from ctxstore.errors import CorruptionError
 
 if TYPE_CHECKING:
     from ctxstore.models import ChatGraph, ChatMeta
@@ -65,7 +65,13 @@ def get_graph(
     rest = flat_ranges(left)
     if rest:
         loaded = yield from fetch_ranges(state, chat, meta.incarnation, rest, chat_context(chat_id))
-    return _graph(chat, meta, loaded, pairs(flat_branches), pairs(flat_checkpoints))
+    return _graph(
+        chat,
+        meta,
+        loaded,
+        pairs(flat_branches, chat.key("branch")),
+        pairs(flat_checkpoints, chat.key("checkpoint")),
+    )
 
 
 def _graph(
@@ -75,7 +81,7 @@ def _graph(
     branches: dict[str, Any],
     checkpoints: dict[str, Any],
 ) -> ChatGraph:
-    from ctxstore.models import ChatGraph, GraphNode
+    from ctxstore.models import ChatGraph, CheckpointInfo, GraphNode
 
     key = chat.key("log")
     ids: list[str] = []
@@ -83,11 +89,12 @@ def _graph(
     with gc_paused(True):
         for position, record in enumerate(decode_records(parts, key)):
             parent, created_at, payload, chosen, tag = record_fields(record, key, position)
-            if parent >= position:
-                raise CorruptionError(
-                    f"the record at {key} position {position} names a parent not older than it",
-                    key=key,
-                    field=str(position),
+            if parent >= position or parent < -1:
+                raise corrupt(
+                    key,
+                    str(position),
+                    f"the record at position {position} names a parent ({parent}) that is not "
+                    "an older position",
                 )
             message_id = (
                 chosen if chosen is not None else derived_id(position, meta.incarnation, tag)
@@ -106,17 +113,44 @@ def _graph(
         ((name, branch_record(name, raw, chat.key("branch"))) for name, raw in branches.items()),
         key=lambda pair: pair[1].seq,
     )
+    for name, record in branch_records:
+        _check_pointer(ids, chat.key("branch"), name, record.position, record.head)
+    if meta.active_branch not in branches:
+        raise corrupt(chat.key("chat"), "active_branch", "names no branch of the chat")
     branch_infos = tuple(
         to_branch_info(name, record, active=meta.active_branch) for name, record in branch_records
     )
-    checkpoint_infos = sorted(
-        (checkpoint_info(name, raw, chat.key("checkpoint")) for name, raw in checkpoints.items()),
-        key=lambda pair: pair[1],
-        reverse=True,
-    )
+    checkpoint_infos = []
+    for name, raw in checkpoints.items():
+        position, message_id, created_at, seq = checkpoint_record(name, raw, chat.key("checkpoint"))
+        _check_pointer(ids, chat.key("checkpoint"), name, position, message_id)
+        checkpoint_infos.append(
+            (
+                CheckpointInfo.model_construct(
+                    name=name, message_id=message_id, created_at=created_at
+                ),
+                seq,
+            )
+        )
+    checkpoint_infos.sort(key=lambda pair: pair[1], reverse=True)
     return ChatGraph(
         chat=meta,
         messages=tuple(nodes),
         branches=branch_infos,
         checkpoints=tuple(info for info, _ in checkpoint_infos),
     )
+
+
+def _check_pointer(
+    ids: Sequence[str], key: str, name: str, position: int, message_id: str | None
+) -> None:
+    """A branch head or a checkpoint names the message at its position (-1: none)."""
+    if position == -1 and message_id is None:
+        return
+    if not 0 <= position < len(ids) or ids[position] != message_id:
+        raise corrupt(
+            key,
+            name,
+            f"names message {message_id!r} at position {position}, which holds "
+            f"{ids[position] if 0 <= position < len(ids) else 'no message'!r}",
+        )

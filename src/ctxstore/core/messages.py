@@ -22,12 +22,12 @@ from ctxstore.core.ids import check_name, new_request_id, new_tags
 from ctxstore.core.jobs import CompactionTrigger, enqueue_compaction
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Arg, Operation, script_call
-from ctxstore.core.records import branch_info, text
+from ctxstore.core.records import branch_info, corrupt, field_text, text
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
 from ctxstore.core.summaries import parse_summary_member
 from ctxstore.core.token_entries import token_entries
-from ctxstore.errors import CorruptionError, ValidationError
+from ctxstore.errors import ValidationError
 from ctxstore.results import (
     AppendResult,
     BranchChain,
@@ -350,11 +350,11 @@ def assemble_chain(
         head_tag = base.head_tag
     length = (base.length if base is not None else 0) + len(added)
     if length != reply.length:
-        raise CorruptionError(
-            f"the chain ending at position {reply.head} of {key} should hold {reply.length} "
-            f"messages, its runs give {length}",
-            key=key,
-            field=str(reply.head),
+        raise corrupt(
+            key,
+            str(reply.head),
+            f"the chain ending at position {reply.head} should hold {reply.length} messages, "
+            f"its runs give {length}",
         )
     size = estimated_size(sum(len(record) for part in parts for record in part.records), len(added))
     if base is None:
@@ -394,7 +394,7 @@ def walk_on(
                 *read_args(state, None, cached),
                 *Window(max_messages=remaining).args(),
             ),
-            parse=lambda raw: _parse_read(raw)[4],
+            parse=lambda raw: _parse_read(raw, chat.key("chat"))[4],
             context=chat_context(chat.chat_id),
         )
         left = more.left + left  # older ranges come first
@@ -500,7 +500,7 @@ def _read_chain(
             *read_args(state, max_depth, cached),
             *window.args(),
         ),
-        parse=_parse_read,
+        parse=lambda raw: _parse_read(raw, chat.key("chat")),
         context=chat_context(chat_id),
     )
     if window.cuts or reply.summary_position >= 0:
@@ -528,11 +528,10 @@ def assemble_window(
     key = chat.key("log")
     messages, payloads, head_tag = chain_messages(parts, incarnation, key, None)
     if len(messages) != read:
-        raise CorruptionError(
-            f"a window of {kept} messages ending at position {reply.head} of {key} read "
-            f"{len(messages)}",
-            key=key,
-            field=str(reply.head),
+        raise corrupt(
+            key,
+            str(reply.head),
+            f"a window of {kept} messages ending at position {reply.head} read {len(messages)}",
         )
     messages, payloads = messages[read - kept :], payloads[read - kept :]
     size = estimated_size(sum(len(record) for part in parts for record in part.records), read)
@@ -559,9 +558,17 @@ def get_chain(
     return chain.messages()
 
 
-def _parse_read(reply: Sequence[Any]) -> tuple[str, Any, str, str, ChainReply]:
+def _parse_read(reply: Sequence[Any], chat_key: str) -> tuple[str, Any, str, str, ChainReply]:
+    """The reply of get_chain.lua. The branch name is the caller's or the chat's active one,
+    and the active branch and incarnation come from the chat hash."""
     name, raw_branch, active, inc, *chain = reply
-    return text(name), raw_branch, text(active), text(inc), parse_chain_reply(chain)
+    return (
+        field_text(name, chat_key, "active_branch"),
+        raw_branch,
+        field_text(active, chat_key, "active_branch"),
+        field_text(inc, chat_key, "inc"),
+        parse_chain_reply(chain),
+    )
 
 
 def read_branch(
@@ -579,12 +586,29 @@ def read_branch(
     name, raw_branch, active, chain, reply = yield from _read_chain(
         state, chat_id, "branch", branch, max_depth, user_id, incarnation, window
     )
-    info, _seq = branch_info(
-        name, raw_branch, active=active, key=state.keyspace.chat(chat_id).key("branch")
-    )
+    branch_key = state.keyspace.chat(chat_id).key("branch")
+    info, _seq = branch_info(name, raw_branch, active=active, key=branch_key)
+    check_head(branch_key, info, chain)
     if reply.tokens >= 0 and info.head_message_id is not None:
         state.head_sizes.remember(chat_id, info.head_message_id, reply.tokens)
     return info, chain, reply
+
+
+def check_head(branch_key: str, info: BranchInfo, chain: CachedChain) -> None:
+    """A branch's chain ends at the message its record names. The script checked that the
+    head's position is in the log; a record there with another id (another tag, another
+    message) means the branch record is corrupt. A read that returns no message (a size, a
+    chain wholly summarized) is checked by the script instead."""
+    if chain.length == 0:
+        return
+    found = chain.shared_messages[chain.length - 1]["id"]
+    if found != info.head_message_id:
+        raise corrupt(
+            branch_key,
+            info.name,
+            f"names message {info.head_message_id!r} as its head, the message at its position "
+            f"is {found!r}",
+        )
 
 
 def load_branch(
@@ -623,7 +647,9 @@ def branch_summary(state: StoreState, chat_id: str, reply: ChainReply) -> Stored
     """The summary a read returned, decoded (None: none asked for, or none on the chain)."""
     if reply.summary is None:
         return None
-    return parse_summary_member(reply.summary, state.keyspace.chat(chat_id).key("summary"))
+    return parse_summary_member(
+        reply.summary, state.keyspace.chat(chat_id).key("summary"), reply.summary_position
+    )
 
 
 def branch_size(

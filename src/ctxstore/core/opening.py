@@ -15,9 +15,9 @@ from ctxstore.core.chats import (
     touch_indexes,
 )
 from ctxstore.core.ids import check_key_id, new_incarnation
-from ctxstore.core.messages import assemble_chain, read_args
+from ctxstore.core.messages import assemble_chain, check_head, read_args
 from ctxstore.core.protocol import Operation, script_call
-from ctxstore.core.records import branch_info, chat_meta, text
+from ctxstore.core.records import branch_info, chat_meta, field_text
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
 from ctxstore.results import OpenedChat
@@ -77,6 +77,7 @@ def open_chat_op(
         chain = yield from assemble_chain(
             state, chat, ACTIVE_BRANCH_KEY, cached, meta.incarnation, chain_reply
         )
+        check_head(chat.key("branch"), info, chain)
     if created or meta_args:
         yield from touch_indexes(state, chat_id, user_id, meta.updated_at)
     opened = OpenedChat(
@@ -91,7 +92,8 @@ def open_chat_op(
 def _parse(chat_id: str, chat_key: str, branch_key: str, reply: Sequence[Any]) -> Any:
     created, flat, active, raw_branch, *chain = reply
     meta = chat_meta(chat_id, chat_key, flat)
-    info, _seq = branch_info(text(active), raw_branch, active=text(active), key=branch_key)
+    active = field_text(active, chat_key, "active_branch")
+    info, _seq = branch_info(active, raw_branch, active=active, key=branch_key)
     return bool(created), meta, info, parse_chain_reply(chain) if chain else None
 
 

@@ -23,7 +23,7 @@ from typing import Any, Generic, TypeVar
 from ctxstore.core import failures
 from ctxstore.core.durability import Durability
 from ctxstore.core.scripts import LuaScript
-from ctxstore.errors import CtxStoreError, DurabilityError
+from ctxstore.errors import CorruptionError, CtxStoreError, DurabilityError
 
 T = TypeVar("T")
 Arg = str | bytes | int | float
@@ -208,6 +208,19 @@ class Exchange(Generic[T]):
             return call.parse(reply)
         except CtxStoreError as error:
             return error
+        except (ValueError, TypeError, LookupError) as error:
+            # The parsers name the key and field of what they refuse; this is the net under
+            # them: a reply no parser expected still surfaces as ctxstore's error, not a raw one.
+            key = call.keys[0] if call.keys else None
+            what = call.script.name if call.script is not None else str(call.args[0])
+            failed = CorruptionError(
+                f"the reply of {what} on {key} could not be read ({type(error).__name__}: {error})",
+                **call.context,
+                key=key,
+                field=None,
+            )
+            failed.__cause__ = error
+            return failed
 
     def _advance(self, resume: Callable[[], Step]) -> None:
         try:

@@ -20,9 +20,10 @@ from ctxstore.core.chats import chat_context, keys_for, scope_args
 from ctxstore.core.codec import decode, encode
 from ctxstore.core.ids import check_name
 from ctxstore.core.protocol import Operation, script_call
+from ctxstore.core.records import corrupt
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
-from ctxstore.errors import CorruptionError, ValidationError
+from ctxstore.errors import ValidationError
 from ctxstore.prompting import CONTEXT_SUMMARY
 from ctxstore.results import StoredSummary
 
@@ -55,23 +56,25 @@ def summary_member(
         "content": content,
         "metadata": {**metadata, "type": CONTEXT_SUMMARY},
     }
-    body = encode(record, what="summary", limit=state.limits.max_message_bytes)
+    body = encode(record, what="summary", limit=state.limits.max_message_bytes, strict=True)
     return tokens.to_bytes(SUMMARY_TOKEN_BYTES, "big") + body
 
 
-def parse_summary_member(raw: bytes, key: str) -> StoredSummary:
-    """A summary member as stored (see the module docstring)."""
+def parse_summary_member(raw: object, key: str, position: int) -> StoredSummary:
+    """A summary member as stored (see the module docstring), scored with ``position``; checked
+    as ``summary_record_ok`` checks it in the scripts."""
+    field = str(position)
     if not isinstance(raw, bytes) or len(raw) <= SUMMARY_TOKEN_BYTES:
-        raise CorruptionError(f"a summary in {key} holds no record", key=key)
-    record = decode(raw[SUMMARY_TOKEN_BYTES:], key=key, field="summary")
+        raise corrupt(key, field, "a summary without a record")
+    record = decode(raw[SUMMARY_TOKEN_BYTES:], key=key, field=field)
     if (
-        not isinstance(record, dict)
-        or not isinstance(record.get("message_id"), str)
-        or not isinstance(record.get("content"), str)
-        or not isinstance(record.get("metadata"), dict)
-        or not isinstance(record.get("created_at"), int)
+        type(record) is not dict
+        or type(record.get("message_id")) is not str
+        or type(record.get("content")) is not str
+        or type(record.get("metadata")) is not dict
+        or type(record.get("created_at")) is not int
     ):
-        raise CorruptionError(f"a summary in {key} is not a summary record", key=key)
+        raise corrupt(key, field, "not a summary record")
     return {
         "message_id": record["message_id"],
         "created_at": record["created_at"],
@@ -128,10 +131,10 @@ def write_summary(
     key = chat.key("summary")
 
     def parse(reply: Sequence[Any]) -> WrittenSummary:
-        _position, written, stored, covered_tokens, depth = reply
+        position, written, stored, covered_tokens, depth = reply
         return {
             "written": bool(int(written)),
-            "summary": parse_summary_member(stored, key),
+            "summary": parse_summary_member(stored, key, int(position)),
             "covered_messages": int(depth),
             "covered_tokens": int(covered_tokens),
         }

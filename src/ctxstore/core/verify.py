@@ -16,7 +16,7 @@ the records themselves are reported, not repaired, and keep the derived keys as 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,10 +24,21 @@ import msgpack
 
 from ctxstore.core.chain import derived_id, record_fields
 from ctxstore.core.chats import chat_context, keys_for
-from ctxstore.core.ids import check_key_id
+from ctxstore.core.codec import decode
 from ctxstore.core.keys import ChatKeys
 from ctxstore.core.protocol import Arg, Call, Operation, command_call, script_call
-from ctxstore.core.records import gc_paused, pairs, text
+from ctxstore.core.records import (
+    METADATA_PREFIX,
+    USAGE_PREFIX,
+    check_format,
+    check_incarnation,
+    check_owner,
+    corrupt,
+    field_count,
+    field_text,
+    gc_paused,
+    text,
+)
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
 from ctxstore.core.verify_tokens import check_summaries, check_token_entries
@@ -105,9 +116,14 @@ class _Snapshot:
     #: chat hash names a valid owner
     scores: dict[str, float | None]
 
+    #: (key, name as shown) of every hash field whose name is not UTF-8
+    bad_names: tuple[tuple[str, str], ...] = ()
+
     def field(self, name: str) -> str | None:
+        """A chat field as text (bytes that are not UTF-8 shown escaped: the field checks
+        report them)."""
         raw = self.chat.get(name)
-        return None if raw is None else text(raw)
+        return None if raw is None else _shown(raw)
 
     @property
     def incarnation(self) -> str | None:
@@ -172,10 +188,11 @@ def _read(state: StoreState, keys: ChatKeys) -> Operation[_Snapshot]:
         outcomes = yield _key_calls(keys)
         _fail_on_errors(outcomes)
         first, length, branches, checkpoints, alias, runs, tok, summaries, last = outcomes
-        chat = pairs(first)
-        if chat != pairs(last):
+        bad_names: list[tuple[str, str]] = []
+        chat = _names(first, keys.key("chat"), bad_names)
+        if chat != _names(last, keys.key("chat"), []):
             continue
-        owner = None if "user_id" not in chat else text(chat["user_id"])
+        owner = _owner(chat, keys.key("chat"))
         indexes = _index_keys(state, owner)
         tail = yield _record_calls(state, keys, int(length), indexes)
         _fail_on_errors(tail)
@@ -189,19 +206,52 @@ def _read(state: StoreState, keys: ChatKeys) -> Operation[_Snapshot]:
         return _Snapshot(
             keys=keys,
             chat=chat,
-            branches=pairs(branches),
-            checkpoints=pairs(checkpoints),
-            alias=pairs(alias),
+            branches=_names(branches, keys.key("branch"), bad_names),
+            checkpoints=_names(checkpoints, keys.key("checkpoint"), bad_names),
+            alias=_names(alias, keys.key("alias"), bad_names),
             runs=_score_pairs(runs),
             records=[record for part in chunks for record in part],
             tok=tok or b"",
             summaries=[(member, float(score)) for member, score in _raw_pairs(summaries)],
             scores={index: _score(score) for index, score in zip(indexes, scores, strict=True)},
+            bad_names=tuple(bad_names),
         )
     raise ConflictError(
         f"chat {keys.chat_id!r} kept changing while it was being verified; try again",
         chat_id=keys.chat_id,
     )
+
+
+def _shown(raw: bytes | str) -> str:
+    """Stored text for a report: bytes that are not UTF-8 come escaped, never as an error."""
+    return raw if isinstance(raw, str) else raw.decode("utf-8", "backslashreplace")
+
+
+def _names(
+    reply: Sequence[Any] | Mapping[Any, Any], key: str, bad: list[tuple[str, str]]
+) -> dict[str, Any]:
+    """A hash reply with text names; names that are not UTF-8 are kept escaped and listed in
+    ``bad`` (reported as problems; a repair rewrites nothing while there are any: it could not
+    write such a name back)."""
+    items = (
+        reply.items() if isinstance(reply, Mapping) else zip(reply[::2], reply[1::2], strict=True)
+    )
+    named: dict[str, Any] = {}
+    for name, value in items:
+        try:
+            named[text(name)] = value
+        except UnicodeDecodeError:
+            bad.append((key, _shown(name)))
+            named[_shown(name)] = value
+    return named
+
+
+def _owner(chat: Mapping[str, Any], key: str) -> str | None:
+    """The chat's owner when it is a valid user id (the index key is built from it), else None."""
+    try:
+        return check_owner(chat.get("user_id"), key)
+    except CorruptionError:
+        return None
 
 
 def _raw_pairs(reply: Sequence[Any]) -> list[tuple[bytes, Any]]:
@@ -213,7 +263,7 @@ def _raw_pairs(reply: Sequence[Any]) -> list[tuple[bytes, Any]]:
 
 def _score_pairs(reply: Sequence[Any]) -> list[tuple[str, float]]:
     """A ZRANGE WITHSCORES reply as (member, score) pairs, whether or not the client paired it."""
-    return [(text(member), float(score)) for member, score in _raw_pairs(reply)]
+    return [(_shown(member), float(score)) for member, score in _raw_pairs(reply)]
 
 
 def _score(reply: Any) -> float | None:
@@ -380,7 +430,7 @@ def _check_alias(found: _Findings, snapshot: _Snapshot, log: _Log) -> None:
     for position, chosen in enumerate(log.chosen):
         if chosen is not None:
             expected.setdefault(chosen, position)
-    actual = {f"{name}={text(value)}" for name, value in snapshot.alias.items()}
+    actual = {f"{name}={_shown(value)}" for name, value in snapshot.alias.items()}
     wanted = {f"{name}={position}" for name, position in expected.items()}
     if _compare(found, "alias", snapshot.keys.key("alias"), actual, wanted):
         found.alias = expected
@@ -498,31 +548,69 @@ def _check_chat(found: _Findings, snapshot: _Snapshot) -> bool:
         found.add("chat", key, "", "the chat hash is missing while other keys of the chat exist")
         return False
     sound = True
-    for name, wanted in (("user_id", None), ("fmt", FORMAT), ("inc", None)):
-        value = snapshot.field(name)
-        if value is None or (wanted is not None and value != wanted):
-            found.add("chat", key, name, f"is {value!r}, expected {wanted or 'a value'!r}")
-            sound = False
-    owner = snapshot.field("user_id")
-    if owner is not None:
+    for name, check in (
+        ("user_id", check_owner),
+        ("fmt", check_format),
+        ("inc", check_incarnation),
+    ):
         try:
-            check_key_id(owner, "user_id")
-        except InvalidIdError as error:
-            found.add("chat", key, "user_id", f"cannot name its index: {error}")
+            check(snapshot.chat.get(name), key)
+        except CorruptionError as error:
+            found.add("chat", key, name, f"is {snapshot.field(name)!r}: {_reason(error)}")
             sound = False
+    _check_chat_fields(found, snapshot)
     return sound
+
+
+def _reason(error: CorruptionError) -> str:
+    return error.message.rpartition(": ")[2]
+
+
+#: Fields of the chat hash besides the identity, the counters (checked against the records)
+#: and updated_at (checked with the indexes): how each is checked.
+_CHAT_FIELDS: dict[str, Callable[[Any, str, str], Any]] = {
+    "created_at": field_count,
+    "branch_seq": field_count,
+    "checkpoint_seq": field_count,
+    "req_since": field_count,
+    "title": field_text,
+    "active_branch": field_text,
+}
+#: The formats of the compaction marker and lease (``lua/append.lua``, ``compaction_lease.lua``).
+_MARKERS = {"cjob": re.compile(r"-?[0-9]+\t[0-9]+"), "clease": re.compile(r"[^\t]*\t[0-9]+")}
+
+
+def _check_chat_fields(found: _Findings, snapshot: _Snapshot) -> None:
+    """Every other field a reader or a script parses: counts, text, metadata, usage, markers."""
+    key = snapshot.keys.key("chat")
+    for bad_key, name in snapshot.bad_names:
+        found.add("name", bad_key, name, "a field name that is not UTF-8")
+    for name, raw in sorted(snapshot.chat.items()):
+        try:
+            if name in _CHAT_FIELDS:
+                _CHAT_FIELDS[name](raw, key, name)
+            elif name.startswith(METADATA_PREFIX):
+                decode(raw, key=key, field=name)
+            elif name.startswith(USAGE_PREFIX):
+                field_count(raw, key, name)
+            elif name in _MARKERS and not _MARKERS[name].fullmatch(_shown(raw)):
+                raise corrupt(key, name, "not a marker ctxstore writes")
+        except CorruptionError as error:
+            found.add("chat", key, name, f"is {_shown(raw)[:64]!r}: {_reason(error)}")
 
 
 def _check_indexes(found: _Findings, snapshot: _Snapshot) -> None:
     """The chat is listed in the namespace index and its owner's, scored by ``updated_at``."""
     updated = snapshot.field("updated_at")
-    if updated is None or not updated.isdigit():
+    try:
+        field_count(snapshot.chat.get("updated_at"), snapshot.keys.key("chat"), "updated_at")
+    except CorruptionError:
         found.add("chat", snapshot.keys.key("chat"), "updated_at", f"is {updated!r}, not a time")
         return
     for index, score in snapshot.scores.items():
         if score is None:
             found.add("index", index, snapshot.keys.chat_id, "the chat is not listed")
-        elif score != int(updated):
+        elif score != int(str(updated)):
             found.add(
                 "index",
                 index,
@@ -619,7 +707,7 @@ def _check(snapshot: _Snapshot) -> tuple[VerifyReport, _Plan]:
         branches=len(snapshot.branches),
         problems=tuple(found.problems),
     )
-    return report, _plan(found, chat_sound, log.sound)
+    return report, _plan(found, chat_sound, log.sound and not snapshot.bad_names)
 
 
 def _flat(entries: Mapping[str, int], *, score_first: bool) -> list[Arg]:
@@ -656,7 +744,7 @@ def _repair_call(snapshot: _Snapshot, plan: _Plan) -> Call[tuple[str, int]]:
             *branches,
             *checkpoints,
         ),
-        parse=lambda reply: (text(reply[0]), int(reply[1])),
+        parse=lambda reply: (text(reply[0]), reply[1]),
         context=chat_context(snapshot.keys.chat_id),
         writes=True,
     )
@@ -665,10 +753,11 @@ def _repair_call(snapshot: _Snapshot, plan: _Plan) -> Call[tuple[str, int]]:
 def _repair(snapshot: _Snapshot, plan: _Plan) -> Operation[tuple[str, ...]]:
     """The chat's own keys in one script (it refuses if a write landed since the read), then the
     index entries, which live in other slots."""
-    updated_at = int(snapshot.field("updated_at") or 0)
+    updated_at: Any = snapshot.chat.get("updated_at")
     if plan.in_chat:
-        _owner, updated_at = yield _repair_call(snapshot, plan)
+        _owner_id, updated_at = yield _repair_call(snapshot, plan)
     if plan.indexes:
+        updated_at = field_count(updated_at, snapshot.keys.key("chat"), "updated_at")
         chat_id = snapshot.keys.chat_id
         outcomes = yield tuple(
             command_call(("ZADD", index, updated_at, chat_id), keys=(index,))

@@ -58,12 +58,12 @@ def check_summaries(
 ) -> None:
     """Every summary hangs on a message of the log, names that message, and is a record."""
     for member, score in summaries:
-        position = int(score)
-        if position != score or not 0 <= position < length:
+        if not (0 <= score < length) or score != int(score):  # inf and -inf fail the range
             report("summary", key, str(score), "scored with no position of the log")
             continue
+        position = int(score)
         try:
-            summary = parse_summary_member(member, key)
+            summary = parse_summary_member(member, key, position)
         except CorruptionError as error:
             report("summary", key, str(position), str(error))
             continue
