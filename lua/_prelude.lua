@@ -806,8 +806,10 @@ end
 
 -- The chat hash's fields the reader of a chat parses, besides metadata ("m:<key>", msgpack),
 -- usage ("u:<counter>", counts) and the identity open_chat checks: true for counts and times,
--- false for text. All but the title are always there.
-local CHAT_FIELDS = {created_at = true, updated_at = true, active_branch = false, title = false}
+-- false for text. All but the title and the retention are always there.
+local CHAT_FIELDS = {created_at = true, updated_at = true, active_branch = false, title = false,
+                     ttl = true}
+local OPTIONAL_CHAT_FIELDS = {title = true, ttl = true}
 
 -- Fails unless every field of the chat hash that the reader of a chat parses is well formed,
 -- those in `replaced` (field name -> true) excepted: the caller overwrites them. A script that
@@ -834,7 +836,7 @@ local function check_chat_hash(chat_key, replaced)
     end
   end
   for name in pairs(CHAT_FIELDS) do
-    if name ~= 'title' and not present[name] and not replaced[name] then
+    if not OPTIONAL_CHAT_FIELDS[name] and not present[name] and not replaced[name] then
       corrupt(chat_key, name, 'missing')
     end
   end

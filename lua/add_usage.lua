@@ -2,6 +2,13 @@
 -- KEYS[1] chat      chat hash
 -- KEYS[2] req       request id -> reply summary (this generation)
 -- KEYS[3] req_old   request id -> reply summary (the previous generation)
+-- KEYS[4] log       the chat's other keys, whose expiry a write slides (see slide_expiry)
+-- KEYS[5] alias
+-- KEYS[6] runs
+-- KEYS[7] branch
+-- KEYS[8] checkpoint
+-- KEYS[9] summary
+-- KEYS[10] tok
 -- ARGV[1] user      the caller, "" for anyone
 -- ARGV[2] inc       the incarnation the caller knows, "" for any ("#<fence>" inside a turn)
 -- ARGV[3] request   the call's request id: a resent call (its reply lost) adds nothing again
@@ -18,8 +25,9 @@ local MAX_COUNT = 9007199254740992  -- 2^53: Lua numbers are exact up to here
 local FIRST_COUNTER_ARG = 5
 
 return run(function()
-  local _, _, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since'}, true)
+  local _, _, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since', 'ttl'}, true)
   local since = request_since(KEYS[1], fields[1])
+  local ttl = chat_ttl(KEYS[1], fields[2])
   if recall_request(KEYS[2], KEYS[3], ARGV[3]) then
     local reply = {}
     for i = FIRST_COUNTER_ARG, #ARGV, 2 do
@@ -42,5 +50,6 @@ return run(function()
     reply[#reply + 1] = redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
   end
   remember_request(KEYS[1], KEYS[2], KEYS[3], ARGV[3], 'added', since, tonumber(ARGV[4]))
+  slide_expiry(ttl, {KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]})
   return reply
 end)

@@ -8,9 +8,10 @@
 -- KEYS[7] req_old      request id -> reply summary (the previous generation)
 -- KEYS[8] tok          token entries (see the prelude)
 -- KEYS[9] summary      summaries (read for the context size when a compaction threshold is set)
--- KEYS[10] all_chats   optional: the namespace's chat index (servers without Cluster only)
--- KEYS[11] user_chats  optional: the owner's chat index (with KEYS[10])
--- KEYS[12] jobs        optional: the compaction job stream of this chat's shard (with KEYS[10])
+-- KEYS[10] checkpoint  not read: its expiry slides with the chat's (see slide_expiry)
+-- KEYS[11] all_chats   optional: the namespace's chat index (servers without Cluster only)
+-- KEYS[12] user_chats  optional: the owner's chat index (with KEYS[11])
+-- KEYS[13] jobs        optional: the compaction job stream of this chat's shard (with KEYS[11])
 -- ARGV[1] call       the call's fields, tab-separated (one argument: each argument costs the
 --                    client and Redis time on the hottest path):
 --                    user (the caller, "" for anyone: another owner's chat is refused),
@@ -21,7 +22,7 @@
 --                    on_existing (raise | fork: for a message id the chat already holds),
 --                    now (epoch milliseconds), request (request id, "" for none: a resent call
 --                    is answered from its summary), chat_id and index_owner (the chat's id and
---                    the owner the index keys KEYS[10..11] were built for; "" without them),
+--                    the owner the index keys KEYS[11..12] were built for; "" without them),
 --                    soft_tokens (a compaction threshold: "" for none), job_ttl (ms after
 --                    which a compaction job that settled nothing may be enqueued again) and
 --                    keep (the messages a compaction keeps verbatim; carried by the job) and
@@ -41,7 +42,7 @@
 --         new branch), {branches created}, updated_at, owner, indexed (0|1), incarnation,
 --         context tokens (the branch from its newest summary on, after this append; -1 when
 --         not computed), job (the compaction marker this call set, "" for none), enqueued (1
---         when the script added the job to KEYS[12] itself), the chain tokens through the
+--         when the script added the job to KEYS[13] itself), the chain tokens through the
 --         new head (-1 for a resent call)}
 -- Compaction: with soft_tokens, an append without chosen ids that leaves the branch's context
 -- (newest summary plus the messages after it) at or past soft_tokens sets the chat's `cjob`
@@ -82,11 +83,11 @@ local function tab_fields(s, count, what)
 end
 
 local function index(chat_id, index_owner, owner, updated_at)
-  if KEYS[10] == nil or index_owner ~= owner then
+  if KEYS[11] == nil or index_owner ~= owner then
     return 0
   end
-  redis.call('ZADD', KEYS[10], 'GT', updated_at, chat_id)
   redis.call('ZADD', KEYS[11], 'GT', updated_at, chat_id)
+  redis.call('ZADD', KEYS[12], 'GT', updated_at, chat_id)
   return 1
 end
 
@@ -117,8 +118,8 @@ return run(function()
   local any_chosen = string.find(ARGV[2], '[^\t]') ~= nil
 
   local owner, inc, fields, fence = open_chat(chat, user, known_inc,
-                                              {'updated_at', 'message_count', 'req_since', 'cjob'},
-                                              true)
+                                              {'updated_at', 'message_count', 'req_since', 'cjob',
+                                               'ttl'}, true)
   local record = read_branch(branch, target)
   local record_name = target
   local updated_before = number_field(chat, 'updated_at', fields[1])
@@ -148,6 +149,7 @@ return run(function()
     end
   end
   check_fence(chat, fence)
+  local ttl = chat_ttl(chat, fields[5])
   local message_count = number_field(chat, 'message_count', fields[2])
   local length = redis.call('LLEN', log)
   if #ARGV[3] ~= count * TOK_WIDTH then
@@ -380,8 +382,8 @@ return run(function()
   local enqueued = 0
   if job ~= '' then
     redis.call('HSET', chat, 'cjob', job)
-    if KEYS[12] ~= nil then
-      redis.call('XADD', KEYS[12], 'MAXLEN', '~', JOB_STREAM_MAXLEN, '*', 'chat', chat_id,
+    if KEYS[13] ~= nil then
+      redis.call('XADD', KEYS[13], 'MAXLEN', '~', JOB_STREAM_MAXLEN, '*', 'chat', chat_id,
                  'branch', target, 'job', job, 'soft', soft_tokens, 'keep', keep)
       enqueued = 1
     end
@@ -390,6 +392,7 @@ return run(function()
                    target .. '\t' .. first .. '\t' .. rebased .. '\t' .. conflict_fork .. '\t' ..
                    table.concat(created_names, '\n') .. '\t' .. table.concat(edits, ','),
                    since, now)
+  slide_expiry(ttl, {chat, log, alias, runs, branch, KEYS[10], tok, summary_key})
   return {target, first, edits, rebased, conflict_fork, created_names, updated_at, owner,
           index(chat_id, index_owner, owner, updated_at), inc, context_tokens, job, enqueued,
           head_tokens}

@@ -8,6 +8,8 @@
 -- KEYS[6] checkpoint  checkpoint name -> checkpoint record
 -- KEYS[7] req         request id -> reply summary (this generation)
 -- KEYS[8] req_old     request id -> reply summary (the previous generation)
+-- KEYS[9] summary     the chat's other keys, whose expiry a write slides (see slide_expiry)
+-- KEYS[10] tok
 -- ARGV[1] user        the caller, "" for anyone
 -- ARGV[2] inc         the incarnation the caller knows, "" for any
 --                     ("#<fence>" inside a turn)
@@ -27,9 +29,10 @@
 -- restoring a checkpoint reads it in the same script, so it cannot move in between.
 
 return run(function()
-  local _, inc, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since', 'active_branch'},
-                                         true)
+  local _, inc, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2],
+                                         {'req_since', 'active_branch', 'ttl'}, true)
   local since = request_since(KEYS[1], fields[1])
+  local ttl = chat_ttl(KEYS[1], fields[3])
   local active = text_field(KEYS[1], 'active_branch', fields[2])
   local prior = recall_request(KEYS[7], KEYS[8], ARGV[9])
   if prior then
@@ -62,5 +65,6 @@ return run(function()
     active = name
   end
   remember_request(KEYS[1], KEYS[7], KEYS[8], ARGV[9], name, since, tonumber(ARGV[7]))
+  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[9], KEYS[10]})
   return {name, raw, active, inc}
 end)

@@ -3,6 +3,12 @@
 -- KEYS[2] checkpoint   checkpoint name -> checkpoint record
 -- KEYS[3] req          request id -> reply summary (this generation)
 -- KEYS[4] req_old      request id -> reply summary (the previous generation)
+-- KEYS[5] log          the chat's other keys, whose expiry a write slides (see slide_expiry)
+-- KEYS[6] alias
+-- KEYS[7] runs
+-- KEYS[8] branch
+-- KEYS[9] summary
+-- KEYS[10] tok
 -- ARGV[1] user         the caller, "" for anyone
 -- ARGV[2] inc          the incarnation the caller knows, "" for any ("#<fence>" inside a turn)
 -- ARGV[3] name         the checkpoint name
@@ -13,14 +19,17 @@
 -- Errors: NOT_FOUND (chat), FORBIDDEN, REPLACED.
 
 return run(function()
-  local _, _, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since'}, true)
+  local _, _, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since', 'ttl'}, true)
+  local since = request_since(KEYS[1], fields[1])
+  local ttl = chat_ttl(KEYS[1], fields[2])
   local prior = recall_request(KEYS[3], KEYS[4], ARGV[4])
   if prior then
     return tonumber(prior)
   end
   check_fence(KEYS[1], fence)
   local deleted = redis.call('HDEL', KEYS[2], ARGV[3])
-  remember_request(KEYS[1], KEYS[3], KEYS[4], ARGV[4], tostring(deleted), fields[1],
+  remember_request(KEYS[1], KEYS[3], KEYS[4], ARGV[4], tostring(deleted), since,
                    tonumber(ARGV[5]))
+  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]})
   return deleted
 end)

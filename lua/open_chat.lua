@@ -4,6 +4,9 @@
 -- KEYS[3] runs       run starts
 -- KEYS[4] branch     branch name -> branch record
 -- KEYS[5] summary    summaries (only whether there are any is read)
+-- KEYS[6] alias      the chat's other keys, whose expiry a write slides (see slide_expiry)
+-- KEYS[7] checkpoint
+-- KEYS[8] tok
 -- ARGV[1] user_id    the caller; must own an existing chat
 -- ARGV[2] now        epoch milliseconds
 -- ARGV[3] new_inc    the incarnation to give the chat if this call creates it
@@ -17,7 +20,9 @@
 -- ARGV[9] known_tag  the tag of the record at `known` when the caller read it
 -- ARGV[10] max_keys   the most metadata keys the chat may hold after the merge
 -- ARGV[11] max_bytes  the most bytes of metadata (field names and values) after the merge
--- ARGV[12..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
+-- ARGV[12] ttl       the retention (milliseconds, "" for none) of a chat this call creates
+-- ARGV[13] set_ttl   "1" to give an existing chat that retention too (a write: it slides)
+-- ARGV[14..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
 -- Reply: {created (0|1), flat HGETALL of the chat hash, active branch, its record,
 --         then the chain read of get_chain.lua when load is "1" (head, length, base, covered,
 --         records, left, next), else nothing more}
@@ -29,13 +34,21 @@
 -- This is upsert_chat, and the first call of a context engine: the owner check, the metadata
 -- merge and the read of the conversation happen in one script, one round trip.
 
-local FIRST_METADATA_ARG = 12
+local FIRST_METADATA_ARG = 14
 
 return run(function()
   local chat, now = KEYS[1], tonumber(ARGV[2])
   local created = 0
   local inc, fields, active, record = ARGV[3], {}, 'main', nil
   local updated_before = now
+  local ttl = nil  -- the chat's retention once this call is done
+  local new_ttl = nil
+  if ARGV[12] ~= '' then
+    new_ttl = tonumber(ARGV[12])
+    if not new_ttl or new_ttl < 1 or new_ttl ~= math.floor(new_ttl) then
+      fail('INVALID', {reason = 'ttl must be a positive number of milliseconds', value = ARGV[12]})
+    end
+  end
   local load = ARGV[4]
   if load == '2' then
     load = redis.call('ZCARD', KEYS[5]) > 0 and '0' or '1'
@@ -43,8 +56,9 @@ return run(function()
   local exists = redis.call('EXISTS', chat) == 1
   if exists then
     local _owner
-    _owner, inc, fields = open_chat(chat, ARGV[1], '', {'updated_at', 'active_branch'})
+    _owner, inc, fields = open_chat(chat, ARGV[1], '', {'updated_at', 'active_branch', 'ttl'})
     active = fields[2]
+    ttl = chat_ttl(chat, fields[3])
     if inc == ARGV[3] then
       -- This call's own incarnation: a resend of the call that created the chat (its reply
       -- was lost). Answer as that call did, so the caller indexes the chat.
@@ -72,6 +86,18 @@ return run(function()
   if #ARGV >= FIRST_METADATA_ARG then
     check_metadata_merge(chat, ARGV, FIRST_METADATA_ARG, tonumber(ARGV[10]), tonumber(ARGV[11]))
   end
+  local wrote = #ARGV >= FIRST_METADATA_ARG
+  if not exists or ARGV[13] == '1' then
+    if new_ttl then
+      redis.call('HSET', chat, 'ttl', new_ttl)
+    elseif exists and ttl then
+      redis.call('HDEL', chat, 'ttl')
+      for _, key in ipairs({chat, KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]}) do
+        redis.call('PERSIST', key)
+      end
+    end
+    ttl, wrote = new_ttl, true
+  end
   if not exists then
     created = 1
     redis.call('HSET', chat, 'user_id', ARGV[1], 'fmt', FORMAT, 'inc', inc,
@@ -87,6 +113,9 @@ return run(function()
     end
     in_slices('HSET', chat, metadata)
     redis.call('HSET', chat, 'updated_at', newer(updated_before, now))
+  end
+  if wrote then
+    slide_expiry(ttl, {chat, KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]})
   end
   local reply = {created, redis.call('HGETALL', chat), active, format_branch(record)}
   if load == '1' then

@@ -5,6 +5,8 @@
 -- KEYS[4] runs         run starts (see the prelude)
 -- KEYS[5] branch       branch name -> branch record
 -- KEYS[6] checkpoint   checkpoint name -> checkpoint record
+-- KEYS[7] summary      the chat's other keys: a rewritten key gets the chat's expiry back
+-- KEYS[8] tok
 -- ARGV[1] inc          the incarnation verify read
 -- ARGV[2] length       the log length verify read
 -- ARGV[3] alias_items  how many alias items follow (id, position pairs), -1 to leave alias alone
@@ -63,7 +65,8 @@ end
 return run(function()
   local chat, log, alias, runs, branch, checkpoint =
     KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]
-  local owner, _, fields = open_chat(chat, '', ARGV[1], {'updated_at'})
+  local owner, _, fields = open_chat(chat, '', ARGV[1], {'updated_at', 'ttl'})
+  local ttl = chat_ttl(chat, fields[2])
   local length = redis.call('LLEN', log)
   if length ~= tonumber(ARGV[2]) then
     fail('CONFLICT', {reason = 'changed', key = log, field = 'length'})
@@ -82,5 +85,6 @@ return run(function()
   rewrite(branch, sections[3])
   rewrite(checkpoint, sections[4])
   redis.call('HSET', chat, 'message_count', length, 'branch_count', redis.call('HLEN', branch))
+  slide_expiry(ttl, {chat, log, alias, runs, branch, checkpoint, KEYS[7], KEYS[8]})
   return {owner, fields[1] or ''}
 end)

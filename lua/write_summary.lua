@@ -5,6 +5,8 @@
 -- KEYS[4] runs       run starts
 -- KEYS[5] summary    summaries by the position of the last message they cover
 -- KEYS[6] tok        token entries
+-- KEYS[7] branch     the chat's other keys, whose expiry a write slides (see slide_expiry)
+-- KEYS[8] checkpoint
 -- ARGV[1] user       the caller, "" for anyone: another owner's chat is refused
 -- ARGV[2] inc        the incarnation the caller knows, "" for any
 -- ARGV[3] message    the id of the last message the summary covers
@@ -20,7 +22,8 @@
 -- and to none forked before it; messages appended while it was made are after it, untouched.
 
 return run(function()
-  local _, inc = open_chat(KEYS[1], ARGV[1], ARGV[2], {})
+  local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'ttl'})
+  local ttl = chat_ttl(KEYS[1], fields[1])
   local pos = require_position(KEYS[3], KEYS[2], inc, ARGV[3])
   if #ARGV[4] <= SUMMARY_TOKEN_BYTES then
     fail('INVALID', {reason = 'a summary needs its tokens and a record'})
@@ -40,5 +43,6 @@ return run(function()
   if ARGV[5] ~= '' and redis.call('HGET', KEYS[1], 'cjob') == ARGV[5] then
     redis.call('HDEL', KEYS[1], 'cjob')
   end
+  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]})
   return {pos, written, member, tokens, depth}
 end)

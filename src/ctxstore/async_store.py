@@ -21,6 +21,7 @@ from ctxstore.core import (
     graph,
     listing,
     opening,
+    retention,
     summaries,
     verify,
 )
@@ -29,6 +30,7 @@ from ctxstore.core.durability import DEFAULT_DURABILITY_TIMEOUT, DurabilityMode
 from ctxstore.core.failures import TRANSPORT_ERRORS
 from ctxstore.core.jobs import CompactionTrigger
 from ctxstore.core.protocol import Exchange, Operation, Outcome, WireCommand
+from ctxstore.core.retention import STORE_DEFAULT, TTL, StoreDefault
 from ctxstore.core.server_checks import with_startup_checks
 from ctxstore.core.state import Limits, StoreState
 from ctxstore.core.summaries import WrittenSummary
@@ -129,10 +131,24 @@ class AsyncStore:
     # --- chats ---------------------------------------------------------------------------------
 
     async def upsert_chat(
-        self, chat_id: str, user_id: str, metadata: Mapping[str, Any] | None = None
+        self,
+        chat_id: str,
+        user_id: str,
+        metadata: Mapping[str, Any] | None = None,
+        *,
+        ttl: TTL | StoreDefault = STORE_DEFAULT,
     ) -> ChatMeta:
-        """Create the chat (branch ``main``, active, empty) or check that ``user_id`` owns it."""
-        return await self.run(opening.upsert_chat(self._state, chat_id, user_id, metadata))
+        """Create the chat (branch ``main``, active, empty) or check that ``user_id`` owns it.
+        ``ttl``: seconds after its last write the chat expires whole (default: the store's
+        ``connect(ttl=)``; None: never); given, it also changes an existing chat's."""
+        return await self.run(opening.upsert_chat(self._state, chat_id, user_id, metadata, ttl=ttl))
+
+    async def expire_chat(
+        self, chat_id: str, ttl: TTL, *, user_id: str | None = None
+    ) -> float | None:
+        """Make the chat expire ``ttl`` seconds from now and after every later write (a number
+        or a timedelta; None: never); returns the retention now."""
+        return await self.run(retention.expire_chat(self._state, chat_id, ttl, user_id=user_id))
 
     async def open_chat(
         self,
@@ -433,6 +449,7 @@ def connect_async(
     estimate_tokens: TokenCounter | None = None,
     durability: DurabilityMode | None = None,
     durability_timeout: float = DEFAULT_DURABILITY_TIMEOUT,
+    ttl: TTL = None,
     **options: Any,
 ) -> AsyncStore:
     """An async store for ``url`` (see :mod:`ctxstore.connection`) or an existing async client.
@@ -448,6 +465,8 @@ def connect_async(
     ``durability`` (``"replica"`` / ``"aof"``) acknowledges a write only once a replica / the
     local fsync confirmed it within ``durability_timeout`` seconds, else DurabilityError (see
     :mod:`ctxstore.core.durability`; the server is checked at the first operation);
+    ``ttl`` (seconds, or a timedelta) makes the chats this store creates expire whole that long
+    after their last write (None, the default: never; see :mod:`ctxstore.core.retention`);
     other keyword arguments go to the redis-py client.
     """
     client, state, owns = store_parts(
@@ -463,6 +482,7 @@ def connect_async(
         estimate_tokens=estimate_tokens,
         durability=durability,
         durability_timeout=durability_timeout,
+        ttl=ttl,
     )
     return AsyncStore(client, state, owns_client=owns)
 

@@ -16,6 +16,7 @@ from ctxstore.connection import (
 )
 from ctxstore.core.durability import DEFAULT_DURABILITY_TIMEOUT, Durability, durability_setting
 from ctxstore.core.keys import Keyspace
+from ctxstore.core.retention import TTL, ttl_ms
 from ctxstore.core.server_checks import durability_checked_key
 from ctxstore.core.state import (
     Limits,
@@ -43,6 +44,7 @@ def store_parts(
     estimate_tokens: TokenCounter | None = None,
     durability: object = None,
     durability_timeout: object = DEFAULT_DURABILITY_TIMEOUT,
+    ttl: TTL = None,
 ) -> tuple[Any, StoreState, bool]:
     """(client, state, whether the store owns the client) for a URL or an existing client.
 
@@ -55,6 +57,7 @@ def store_parts(
     ):
         raise ConfigurationError(f"cache_bytes must be a non-negative integer, got {cache_bytes!r}")
     counter = message_counter(token_model, estimate_tokens)
+    default_ttl = ttl_ms(ttl)
     keyspace = Keyspace(prefix=prefix, namespace=namespace)
     if url is None or isinstance(url, str):
         target = parse_url(url)
@@ -89,6 +92,7 @@ def store_parts(
         cluster=is_cluster_client(client),
         message_tokens=counter,
         durability=durable,
+        default_ttl_ms=default_ttl,
     )
     state.check_durability = durable is not None and not server_checked(
         durability_checked_key(state)

@@ -65,6 +65,9 @@ class ChatMeta(_Frozen):
     #: Set when the chat is created: a chat deleted and re-created under the same id gets a new
     #: one, so caches and engines that knew the old chat never mistake the new one for it.
     incarnation: str = ""
+    #: The retention in seconds: the chat expires whole that long after its last write (None:
+    #: never). See ``connect(ttl=)``, ``upsert_chat(ttl=)``, ``store.expire_chat``.
+    ttl: float | None = None
 
 
 class ChatInfo(ChatMeta):

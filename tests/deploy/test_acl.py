@@ -60,11 +60,16 @@ def test_a_tenant_runs_every_operation_in_its_namespace(acl_server: servers.Redi
     assert len(store.list_branches("c1")) == 3
     assert store.get_branch("c1", branch.name).name == branch.name
     assert [c.id for c in store.list_chats()] == ["c1"]
+    assert store.list_chats_page(limit=1).chats
     assert store.get_graph("c1").messages
+    assert store.expire_chat("c1", 3600) == 3600
+    assert store.expire_chat("c1", None) is None
     assert store.verify_chat("c1", repair=True).ok
     engine = ctxstore.ContextEngine(store=store, chat_id="c2", user_id="alice")
-    engine.set(ctxstore.user("a question"))
-    engine.save()
+    with engine.turn("enqueue", lease=5) as turn:
+        engine.set(ctxstore.user("a question"))
+        engine.save()
+        turn.extend()
     assert engine.resolve().messages
     assert store.delete_chat("c1")
     store.close()

@@ -267,6 +267,7 @@ WRITES: dict[str, Action] = {
     "upsert_checkpoint": lambda s, c: s.upsert_checkpoint("c1", "cp2", c.head),
     "delete_checkpoint": lambda s, _c: s.delete_checkpoint("c1", "cp"),
     "verify_chat(repair)": lambda s, _c: s.verify_chat("c1", repair=True),
+    "expire_chat": lambda s, _c: s.expire_chat("c1", 3600),
 }
 
 READS: dict[str, Action] = {

@@ -111,6 +111,7 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     store.run(leases.give_lease(store.state, "c1", token))
     store.run(turns.take_turn(store.state, "c1", token, 1000))
     store.run(turns.give_turn(store.state, "c1", token))
+    store.expire_chat("c1", 3600)
     store.client.zadd(store.state.keyspace.all_chats_index, {"gone": 1})
     store.list_chats()
     store.delete_chat("c1")

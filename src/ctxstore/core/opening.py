@@ -18,6 +18,7 @@ from ctxstore.core.ids import check_key_id, new_incarnation
 from ctxstore.core.messages import assemble_chain, check_head, read_args
 from ctxstore.core.protocol import Operation, script_call
 from ctxstore.core.records import branch_info, chat_meta, field_text
+from ctxstore.core.retention import STORE_DEFAULT, TTL, StoreDefault, ttl_arg, ttl_ms
 from ctxstore.core.scripts import load_script
 from ctxstore.core.state import StoreState
 from ctxstore.results import OpenedChat
@@ -38,6 +39,7 @@ def open_chat_op(
     load: bool = False,
     max_depth: int | None = None,
     unless_summarized: bool = False,
+    ttl: TTL | StoreDefault = STORE_DEFAULT,
 ) -> Operation[tuple[OpenedChat, CachedChain | None]]:
     """Create the chat if missing, else check the owner; merge metadata; read the active branch.
 
@@ -46,11 +48,15 @@ def open_chat_op(
     sent only after the script succeeded, so a refused open writes nothing anywhere. Returns the
     opened chat and, with ``load``, the chain as cached (shared lists); with
     ``unless_summarized`` as well, no chain (None) when the chat has summaries, for a reader
-    that starts after the newest one.
+    that starts after the newest one. ``ttl``: the retention of a chat this call creates (the
+    store's by default); given, it is set on an existing chat too (see
+    :mod:`ctxstore.core.retention`).
     """
     chat = state.keyspace.chat(chat_id)
     check_key_id(user_id, "user_id")
     meta_args = metadata_args(metadata, state)
+    explicit_ttl = not isinstance(ttl, StoreDefault)
+    retention = ttl_ms(ttl) if not isinstance(ttl, StoreDefault) else state.default_ttl_ms
     script = load_script("open_chat")
     cached = state.cache.lookup(chat_id, ACTIVE_BRANCH_KEY) if load else None
     created, meta, info, chain_reply = yield script_call(
@@ -63,13 +69,15 @@ def open_chat_op(
             ("2" if unless_summarized else "1") if load else "0",
             *read_args(state, max_depth, cached),
             *metadata_limit_args(state),
+            ttl_arg(retention),
+            "1" if explicit_ttl else "0",
             *meta_args,
         ),
         parse=lambda reply: _parse(chat_id, chat.key("chat"), chat.key("branch"), reply),
         context=chat_context(chat_id),
         # Whether it creates is known from the reply only: the wait is sent every time, and
         # judged when the chat was created or metadata merged.
-        writes=lambda parsed: bool(parsed[0] or meta_args),
+        writes=lambda parsed: bool(parsed[0] or meta_args or explicit_ttl),
     )
     state.owners.remember(chat_id, meta.user_id)
     chain = None
@@ -105,18 +113,25 @@ def open_chat(
     *,
     load: bool = False,
     max_depth: int | None = None,
+    ttl: TTL | StoreDefault = STORE_DEFAULT,
 ) -> Operation[OpenedChat]:
     """Create the chat if missing, else check the owner; merge metadata; read the active branch."""
     opened, _chain = yield from open_chat_op(
-        state, chat_id, user_id, metadata, load=load, max_depth=max_depth
+        state, chat_id, user_id, metadata, load=load, max_depth=max_depth, ttl=ttl
     )
     return opened
 
 
 def upsert_chat(
-    state: StoreState, chat_id: str, user_id: str, metadata: Mapping[str, Any] | None = None
+    state: StoreState,
+    chat_id: str,
+    user_id: str,
+    metadata: Mapping[str, Any] | None = None,
+    *,
+    ttl: TTL | StoreDefault = STORE_DEFAULT,
 ) -> Operation[ChatMeta]:
-    """Create the chat if missing, else check that ``user_id`` owns it; merge ``metadata``."""
-    opened = yield from open_chat(state, chat_id, user_id, metadata)
+    """Create the chat if missing, else check that ``user_id`` owns it; merge ``metadata``;
+    ``ttl`` as in :func:`open_chat_op`."""
+    opened = yield from open_chat(state, chat_id, user_id, metadata, ttl=ttl)
     meta: ChatMeta = opened.chat
     return meta

@@ -131,6 +131,7 @@ def _chat_fields(chat_id: str, key: str, fields: dict[str, Any]) -> dict[str, An
         "created_at": _int(fields, "created_at", key),
         "updated_at": _int(fields, "updated_at", key),
         "active_branch": field_text(fields.get("active_branch"), key, "active_branch"),
+        "ttl": None if fields.get("ttl") is None else _int(fields, "ttl", key) / 1000,
     }
 
 

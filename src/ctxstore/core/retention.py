@@ -28,12 +28,12 @@ MAX_TTL_SECONDS: Final = 100 * 365 * 24 * 3600
 TTL = float | int | timedelta | None
 
 
-class _StoreDefault:
+class StoreDefault:
     """The ``ttl=`` default of ``upsert_chat``: the store's own (``connect(ttl=)``)."""
 
-    _instance: _StoreDefault | None = None
+    _instance: StoreDefault | None = None
 
-    def __new__(cls) -> _StoreDefault:
+    def __new__(cls) -> StoreDefault:
         if cls._instance is None:
             cls._instance = super().__new__(cls)
         return cls._instance
@@ -42,7 +42,7 @@ class _StoreDefault:
         return "STORE_DEFAULT"
 
 
-STORE_DEFAULT: Final = _StoreDefault()
+STORE_DEFAULT: Final = StoreDefault()
 
 
 def ttl_ms(ttl: TTL, name: str = "ttl") -> int | None:

@@ -190,6 +190,9 @@ class StoreState:
     durability: Durability | None = None
     #: Whether the server still has to show it has the wait command (once per process).
     check_durability: bool = False
+    #: The retention of the chats this store creates, in milliseconds (``connect(ttl=)``);
+    #: None: they never expire.
+    default_ttl_ms: int | None = None
 
     @property
     def checks_due(self) -> bool:
