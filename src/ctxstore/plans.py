@@ -61,6 +61,15 @@ def _no_summarizer(_messages: list[dict[str, Any]]) -> str:
     raise ConfigurationError("this plan asked for a summary, and no summarizer was given")
 
 
+def _resume(steps: Generator[Step, Any, T], value: Any, error: BaseException | None) -> Any:
+    """(done, the plan's result) or (not done, its next step), after ``value`` or ``error``
+    (thrown into the plan, so its ``finally`` blocks run)."""
+    try:
+        return False, steps.send(value) if error is None else steps.throw(error)
+    except StopIteration as stop:
+        return True, stop.value
+
+
 def run_plan(
     run: Callable[[Operation[Any]], Any],
     steps: Generator[Step, Any, T],
@@ -70,25 +79,13 @@ def run_plan(
     value: Any = None
     error: BaseException | None = None
     while True:
+        done, step = _resume(steps, value, error)
+        if done:
+            return step  # type: ignore[no-any-return]
         try:
-            step = steps.send(value) if error is None else steps.throw(error)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
-        value, error = None, None
-        try:
-            if isinstance(step, RunOperation):
-                value = run(step.operation)
-            elif isinstance(step, Pause):
-                time.sleep(max(step.seconds, 0.0))
-            else:
-                value = summarize(step.messages)
-                if inspect.isawaitable(value):
-                    raise ConfigurationError(
-                        "the summarizer is async: compact with the async store and driver"
-                    )
+            value, error = _step(run, step, summarize), None
         except Exception as caught:  # handed to the plan (a compaction gives its lease back)
-            error = caught
+            value, error = None, caught
 
 
 async def arun_plan(
@@ -100,24 +97,40 @@ async def arun_plan(
     value: Any = None
     error: BaseException | None = None
     while True:
+        done, step = _resume(steps, value, error)
+        if done:
+            return step  # type: ignore[no-any-return]
         try:
-            step = steps.send(value) if error is None else steps.throw(error)
-        except StopIteration as stop:
-            result: T = stop.value
-            return result
-        value, error = None, None
-        try:
-            if isinstance(step, RunOperation):
-                value = await run(step.operation)
-            elif isinstance(step, Pause):
-                await asyncio.sleep(max(step.seconds, 0.0))
-            elif inspect.iscoroutinefunction(summarize):
-                value = await summarize(step.messages)
-            else:
-                # A sync summarizer (litellm.completion, a plain function) runs in a thread so
-                # the event loop keeps serving other jobs and signals meanwhile.
-                value = await asyncio.to_thread(summarize, step.messages)
-                if inspect.isawaitable(value):
-                    value = await value
+            value, error = await _astep(run, step, summarize), None
         except Exception as caught:  # handed to the plan (a compaction gives its lease back)
-            error = caught
+            value, error = None, caught
+
+
+def _step(run: Callable[[Operation[Any]], Any], step: Step, summarize: Summarize) -> Any:
+    """One step of a sync plan: its value."""
+    if isinstance(step, RunOperation):
+        return run(step.operation)
+    if isinstance(step, Pause):
+        time.sleep(max(step.seconds, 0.0))
+        return None
+    value = summarize(step.messages)
+    if inspect.isawaitable(value):
+        raise ConfigurationError("the summarizer is async: compact with the async store and driver")
+    return value
+
+
+async def _astep(
+    run: Callable[[Operation[Any]], Awaitable[Any]], step: Step, summarize: AsyncSummarize
+) -> Any:
+    """One step of an async plan: its value."""
+    if isinstance(step, RunOperation):
+        return await run(step.operation)
+    if isinstance(step, Pause):
+        await asyncio.sleep(max(step.seconds, 0.0))
+        return None
+    if inspect.iscoroutinefunction(summarize):
+        return await summarize(step.messages)
+    # A sync summarizer (litellm.completion, a plain function) runs in a thread so the event
+    # loop keeps serving other jobs and signals meanwhile.
+    value = await asyncio.to_thread(summarize, step.messages)
+    return await value if inspect.isawaitable(value) else value

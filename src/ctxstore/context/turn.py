@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from datetime import timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ctxstore.core import turns
 from ctxstore.errors import CtxStoreError
@@ -26,16 +26,21 @@ if TYPE_CHECKING:
 log = logging.getLogger("ctxstore")
 
 
-class _TurnBase:
+StoreT = TypeVar("StoreT", "Store", "AsyncStore")
+
+
+class _TurnBase(Generic[StoreT]):
     """What both context managers share: the settings, the grant, and its fields."""
 
     def __init__(
         self,
+        store: StoreT,
         core: EngineCore,
         strategy: turns.TurnStrategy,
         lease: float | timedelta,
         wait: float | timedelta,
     ) -> None:
+        self._store: StoreT = store
         self._core = core
         self.strategy = turns.check_strategy(strategy)
         #: Seconds the lease lasts from the take (and from each ``extend()``).
@@ -77,19 +82,8 @@ class _TurnBase:
         log.warning("could not give a turn lease back (it expires on its own): %s", error)
 
 
-class Turn(_TurnBase):
+class Turn(_TurnBase["Store"]):
     """A turn on a sync engine: ``with engine.turn("enqueue"): ...``."""
-
-    def __init__(
-        self,
-        store: Store,
-        core: EngineCore,
-        strategy: turns.TurnStrategy,
-        lease: float | timedelta,
-        wait: float | timedelta,
-    ) -> None:
-        super().__init__(core, strategy, lease, wait)
-        self._store = store
 
     def __enter__(self) -> Turn:
         steps = self._core.begin_turn(self.strategy, self.lease, self.wait)
@@ -114,19 +108,8 @@ class Turn(_TurnBase):
         return self._grant.expires_at
 
 
-class AsyncTurn(_TurnBase):
+class AsyncTurn(_TurnBase["AsyncStore"]):
     """A turn on an async engine: ``async with engine.turn("enqueue"): ...``."""
-
-    def __init__(
-        self,
-        store: AsyncStore,
-        core: EngineCore,
-        strategy: turns.TurnStrategy,
-        lease: float | timedelta,
-        wait: float | timedelta,
-    ) -> None:
-        super().__init__(core, strategy, lease, wait)
-        self._store = store
 
     async def __aenter__(self) -> AsyncTurn:
         steps = self._core.begin_turn(self.strategy, self.lease, self.wait)
