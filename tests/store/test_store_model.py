@@ -1,12 +1,12 @@
 """Model-based tests: random sequences of store calls, each checked against a reference model.
 
 A hypothesis state machine drives the sync store on the embedded store (``memory://``), a real
-redis-server and a Redis Cluster with chats of two users, appends under every ``on_conflict`` and
-``on_existing`` policy, branches, checkpoints, chain reads, deletions and listings, and checks
-every answer (results and errors) against :mod:`tests.support.store_model`. Two workers share
-the namespace: one store made from the URL, and a second one around the same client (so its
-owner and chain caches are its own) whose reads come back in tiny pieces (2 records inline,
-3 per ``LRANGE``), so the long-read path runs on short chains too. A settable clock makes every
+redis-server and a Redis Cluster: chats of two users, appends under every ``on_conflict`` and
+``on_existing`` policy, branches, checkpoints, message and chain reads, deletions and listings.
+Every answer (result or error) must be the one :mod:`tests.support.store_model` gives. Two
+workers share the namespace: a store made from the URL, and one around the same client (so its
+owner and chain caches are its own) whose reads come back in tiny pieces (2 records inline, 3
+per ``LRANGE``), so the long-read path runs on short chains too. A settable clock makes every
 time exact, and sometimes goes back (writers' clocks differ: ``updated_at`` never moves back).
 Each example runs in a namespace of its own.
 
@@ -223,7 +223,9 @@ class StoreMachine(RuleBasedStateMachine):
         if kind == "existing" and chat:
             return Item(payload, data.draw(st.sampled_from(list(chat.messages)), label="id"))
         if kind == "reserved" and chat:
-            return Item(payload, f"{len(chat.messages) + 7}.{chat.incarnation}.aaaaaa")
+            position = data.draw(st.integers(0, len(chat.messages) + 2), label="position")
+            digits = data.draw(st.sampled_from([str(position), f"0{position}"]), label="digits")
+            return Item(payload, f"{digits}.{chat.incarnation}.aaaaaa")
         return Item(payload)
 
     # --- chats ---------------------------------------------------------------------------------
@@ -412,6 +414,16 @@ class StoreMachine(RuleBasedStateMachine):
                 now=now,
                 stored_ids=actual.message_ids if isinstance(actual, AppendResult) else (),
             ),
+        )
+
+    @rule(data=st.data(), worker=WORKERS)
+    def get_message(self, data: st.DataObject, worker: int) -> None:
+        chat_id = self._chat(data)
+        caller = self._caller(data, chat_id)
+        message_id = self._message(data, chat_id) or MISSING
+        self._expect(
+            lambda: self.stores[worker].get_message(chat_id, message_id, user_id=caller),
+            lambda _: self.model.get_message(chat_id, caller, message_id),
         )
 
     @rule(

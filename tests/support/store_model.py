@@ -374,6 +374,11 @@ class StoreModel:
             plan.place(chat, index, item, on_existing)
         return plan.write(chat, items, now, stored_ids)
 
+    def get_message(self, chat_id: str, caller: str | None, message_id: str) -> StoredMessage:
+        chat = self.open(chat_id, caller)
+        chat.require_message(message_id)
+        return chat.stored(message_id)
+
     def get_chain(
         self,
         chat_id: str,
