@@ -618,8 +618,9 @@ class StoreMachine(RuleBasedStateMachine):
 
     def _check_everything(self, store: Any) -> None:
         """The listings of the namespace and per user; every chat as the model holds it: its
-        fields, branches with their chains, checkpoints, and a clean ``verify_chat`` (after the
-        listings, which repair the index entries a Cluster may leave ahead)."""
+        fields, branches with their chains (and the active one's newest two messages),
+        checkpoints, and a clean ``verify_chat`` (after the listings, which repair the index
+        entries a Cluster may leave ahead)."""
         for user in (None, "alice", "bob"):
             self._check_listing(store, user, None, None)
         for chat_id in ("c1", "c2", "c3"):
@@ -634,6 +635,9 @@ class StoreMachine(RuleBasedStateMachine):
                 loaded = store.load_branch(chat_id, name)
                 expected = self.model.load_branch(chat_id, None, name, None)
                 assert (loaded.branch, loaded.messages, loaded.chain_length) == expected
+            window = store.load_branch(chat_id, max_messages=2)
+            expected = self.model.load_branch(chat_id, None, None, 2)
+            assert (window.branch, window.messages, window.chain_length) == expected
             assert store.list_checkpoints(chat_id) == self.model.list_checkpoints(chat_id, None)
             report = store.verify_chat(chat_id)
             assert report.ok, report.problems
