@@ -1,6 +1,5 @@
 """Minimal reproductions of what the model-based test (test_store_model.py) found where the
-store departs from its documentation. Each is a strict xfail: it passes (and so fails the
-suite) once the store is fixed, and must then become a plain test."""
+store departed from its documentation, kept as plain tests once fixed."""
 
 from __future__ import annotations
 
@@ -22,14 +21,6 @@ def cluster_store(
     store.close()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "on a Cluster the listing index ZADD rides in the append's pipeline, so a refused "
-        "append still moves its chat up: the next listing is not newest updated_at first, and "
-        "verify_chat reports the entry until a listing repairs it"
-    ),
-)
 def test_a_refused_append_on_a_cluster_leaves_the_listings_as_they_were(
     cluster_store: ctxstore.Store,
 ) -> None:
@@ -41,3 +32,4 @@ def test_a_refused_append_on_a_cluster_leaves_the_listings_as_they_were(
         )
     listed = cluster_store.list_chats(user_id="alice")
     assert [chat.id for chat in listed] == ["newer", "older"]
+    assert cluster_store.verify_chat("older").ok
