@@ -60,6 +60,27 @@ def check_payload(payload: object, where: str) -> dict[str, Any]:
     return plain_dict(payload)
 
 
+def own_id(item: object, where: str) -> tuple[object, str]:
+    """A plain dict's payload and chosen message id: its string ``"id"`` (messages from a chat
+    UI, an OpenAI Responses item) names the message, so appending it again is recognized
+    (``MessageExistsError``, or an edit with ``on_existing="fork"``). A chat message (no
+    ``"type"`` key) is stored without it: Chat Completions refuses unknown message keys. An item
+    with a ``"type"`` (a Responses item) keeps it: that API wants its ids back. ``NewMessage``
+    stores a payload exactly as given, under a generated or chosen id."""
+    if not isinstance(item, Mapping) or "id" not in item:
+        return item, ""
+    chosen = item["id"]
+    if not isinstance(chosen, str):
+        raise ValidationError(
+            f"{where} has an 'id' of type {type(chosen).__name__}; a message id is a string "
+            "(or pass NewMessage(message) to store the dict as it is under a generated id)"
+        )
+    check_name(chosen, f"{where} id")
+    if "type" in item:
+        return item, chosen
+    return {key: value for key, value in item.items() if key != "id"}, chosen
+
+
 def check_metadata(metadata: object, where: str) -> dict[str, Any]:
     """A message's metadata: a mapping with string keys (encoded like the payload)."""
     if not isinstance(metadata, Mapping):
@@ -124,7 +145,7 @@ def append_args(
                     check_metadata(item.metadata, where), what=f"{where} metadata", limit=limit
                 )
         else:
-            payload, chosen = item, ""
+            payload, chosen = own_id(item, where)
         if chosen:
             if chosen in seen:
                 raise ValidationError(f"{where} repeats message id {chosen!r}")
