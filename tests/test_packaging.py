@@ -61,3 +61,47 @@ def test_wheel_installs_and_runs_in_a_fresh_venv(wheel: Path, tmp_path: Path) ->
     )
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "ok"
+
+
+@pytest.mark.slow
+def test_wheel_carries_its_type_information_license_and_metadata(wheel: Path) -> None:
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
+    assert "ctxstore/py.typed" in names
+    assert any(name.endswith("licenses/LICENSE") for name in names)
+    [metadata_name] = [name for name in names if name.endswith(".dist-info/METADATA")]
+    metadata = archive.read(metadata_name).decode()
+    assert "Classifier: Typing :: Typed" in metadata
+    assert "Classifier: License :: OSI Approved :: MIT License" in metadata
+    assert "Keywords: " in metadata
+
+
+USER_CODE = """
+import ctxstore
+
+store = ctxstore.connect("memory://")
+chat = store.upsert_chat("c1", "alice")
+reveal_type(chat.updated_at)
+count: str = store.append("c1", "main", [{"role": "user", "content": "x"}], expected_head=None)
+"""
+
+
+@pytest.mark.slow
+def test_mypy_reads_the_types_of_user_code(tmp_path: Path) -> None:
+    """py.typed: mypy checks code that uses ctxstore against its annotations (without it,
+    every ctxstore name is Any and mistakes pass unseen)."""
+    user = tmp_path / "user_code.py"
+    user.write_text(USER_CODE)
+    result = subprocess.run(
+        [sys.executable, "-m", "mypy", "--no-incremental", "--follow-imports=silent", str(user)],
+        check=False,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=tmp_path,
+    )
+    assert "import-untyped" not in result.stdout, result.stdout
+    assert 'Revealed type is "int"' in result.stdout or 'Revealed type is "builtins.int"' in (
+        result.stdout
+    ), result.stdout
+    assert "Incompatible types in assignment" in result.stdout, result.stdout

@@ -168,6 +168,8 @@ class Store:
         )
 
     def get_chat(self, chat_id: str, *, user_id: str | None = None) -> ChatMeta:
+        """The chat's fields: owner, title, metadata (usage under ``"usage"``), times, active
+        branch, retention."""
         return self.run(chats.get_chat(self._state, chat_id, user_id=user_id))
 
     def update_chat(
@@ -231,9 +233,26 @@ class Store:
         compaction: CompactionTrigger | None = None,
         user_id: str | None = None,
     ) -> AppendResult:
-        """Append messages in order and move the branch head, atomically. With ``compaction``,
-        an append that takes the branch's context to ``soft_tokens`` enqueues one compaction
-        job for the chat (see :mod:`ctxstore.core.jobs`)."""
+        """Append ``messages`` to ``branch`` in order and move its head, atomically (one script).
+
+        ``messages``: chat-message dicts (``role``, ``content``, ...), Responses-style items
+        with a ``type``, or :class:`NewMessage` values (a chosen id, per-message metadata). A
+        plain dict's string ``"id"`` becomes its message id.
+
+        ``expected_head``: the head this caller last saw (None for an empty branch). The head
+        moves only if it is still that one (compare-and-set); otherwise ``on_conflict`` decides:
+        ``"raise"`` (the default) raises ``HeadConflictError`` carrying ``current_head``;
+        ``"rebase"`` appends onto the current head instead; ``"fork"`` writes onto a new
+        auto-named branch that starts at ``expected_head`` (not activated). Nothing is lost.
+
+        ``on_existing``: what a message whose id the chat already holds means. ``"raise"``
+        (the default) raises ``MessageExistsError`` (messages are immutable); ``"fork"`` makes it
+        an edit: a new branch at that message's parent (activated), where it is stored under a
+        new id with the messages after it; the original stays.
+
+        ``compaction``: an append that takes the branch's context to ``soft_tokens`` enqueues
+        one compaction job for the chat (see :mod:`ctxstore.core.jobs`). A resent call (its
+        reply lost) is recognized and applied once."""
         return self.run(
             messages_ops.append(
                 self._state,
@@ -251,6 +270,7 @@ class Store:
     def get_message(
         self, chat_id: str, message_id: str, *, user_id: str | None = None
     ) -> StoredMessage:
+        """One message by id (``id``, ``parent_id``, ``created_at``, ``message``, ``metadata``)."""
         return self.run(messages_ops.get_message(self._state, chat_id, message_id, user_id=user_id))
 
     def get_chain(
@@ -382,14 +402,17 @@ class Store:
     def get_branch(
         self, chat_id: str, name: str | None = None, *, user_id: str | None = None
     ) -> BranchInfo:
+        """A branch by name (None: the active one): its head, length and whether it is active."""
         return self.run(branches.get_branch(self._state, chat_id, name, user_id=user_id))
 
     def list_branches(self, chat_id: str, *, user_id: str | None = None) -> list[BranchInfo]:
+        """Every branch of the chat, oldest first, with the active one marked."""
         return self.run(branches.list_branches(self._state, chat_id, user_id=user_id))
 
     def set_active_branch(
         self, chat_id: str, name: str, *, user_id: str | None = None
     ) -> BranchInfo:
+        """Make ``name`` the chat's one active branch (what engines and sessions follow)."""
         return self.run(branches.set_active_branch(self._state, chat_id, name, user_id=user_id))
 
     # --- checkpoints ---------------------------------------------------------------------------
@@ -397,6 +420,7 @@ class Store:
     def upsert_checkpoint(
         self, chat_id: str, name: str, message_id: str, *, user_id: str | None = None
     ) -> CheckpointInfo:
+        """Name ``message_id``; an existing checkpoint of that name moves to it."""
         return self.run(
             checkpoints.upsert_checkpoint(self._state, chat_id, name, message_id, user_id=user_id)
         )
@@ -404,17 +428,22 @@ class Store:
     def get_checkpoint(
         self, chat_id: str, name: str, *, user_id: str | None = None
     ) -> CheckpointInfo:
+        """A checkpoint by name: the message it names and when it was placed."""
         return self.run(checkpoints.get_checkpoint(self._state, chat_id, name, user_id=user_id))
 
     def list_checkpoints(self, chat_id: str, *, user_id: str | None = None) -> list[CheckpointInfo]:
+        """Every checkpoint, newest placement first."""
         return self.run(checkpoints.list_checkpoints(self._state, chat_id, user_id=user_id))
 
     def delete_checkpoint(self, chat_id: str, name: str, *, user_id: str | None = None) -> bool:
+        """Remove a checkpoint (the message stays); True if it existed."""
         return self.run(checkpoints.delete_checkpoint(self._state, chat_id, name, user_id=user_id))
 
     # --- inspection ----------------------------------------------------------------------------
 
     def get_graph(self, chat_id: str, *, user_id: str | None = None) -> ChatGraph:
+        """The whole chat at a glance: every message (id, parent, role, preview), branches,
+        checkpoints."""
         return self.run(graph.get_graph(self._state, chat_id, user_id=user_id))
 
     # --- maintenance ---------------------------------------------------------------------------

@@ -33,6 +33,8 @@ from ctxstore.context.renderers import (
     XmlRenderer,
 )
 from ctxstore.context.serialization import (
+    fragment_from_dict,
+    fragment_to_dict,
     from_fragment,
     register_fragment_type,
     to_fragment,
@@ -63,6 +65,8 @@ __all__ = [
     "example",
     "explain",
     "fragment",
+    "fragment_from_dict",
+    "fragment_to_dict",
     "from_fragment",
     "generate_chat_title",
     "glossary",

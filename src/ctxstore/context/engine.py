@@ -74,10 +74,12 @@ class _EngineBase(Generic[StoreT]):
 
     @property
     def chat_id(self) -> str:
+        """The chat this engine works on."""
         return self._core.chat_id
 
     @property
     def user_id(self) -> str:
+        """The user the engine acts for (the chat's owner)."""
         return self._core.user_id
 
     @property

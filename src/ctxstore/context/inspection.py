@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from ctxstore.context.messages import message_payload
 from ctxstore.context.renderers import Renderer, XmlRenderer
-from ctxstore.context.serialization import from_fragment
+from ctxstore.context.serialization import fragment_to_dict
 from ctxstore.model_info import ModelInfo, model_info
 from ctxstore.results import ChainSize
 from ctxstore.tokens import REPLY_PRIMING_TOKENS, MessageCounter, tokenizer_for
@@ -67,8 +67,8 @@ def snapshot(
         },
         "rendered": prompt,
         "fragments": {
-            "context": [from_fragment(fragment) for fragment in engine.context],
-            "pending": [from_fragment(fragment) for fragment in engine.pending],
+            "context": [fragment_to_dict(fragment) for fragment in engine.context],
+            "pending": [fragment_to_dict(fragment) for fragment in engine.pending],
             "persisted": {
                 "messages": size.messages,
                 "tokens": size.tokens,

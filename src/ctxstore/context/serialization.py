@@ -37,6 +37,8 @@ from ctxstore.context.fragment import Fragment, is_lazy
 from ctxstore.errors import ValidationError
 
 __all__ = [
+    "fragment_from_dict",
+    "fragment_to_dict",
     "from_fragment",
     "register_fragment_type",
     "registered_fragment_types",
@@ -150,7 +152,7 @@ def register_fragment_type(
     from_fragment: FromFragment,
     replace: bool = False,
 ) -> None:
-    """Teach :func:`to_fragment` / :func:`from_fragment` a custom fragment type.
+    """Teach :func:`fragment_from_dict` / :func:`fragment_to_dict` a custom fragment type.
 
     ``name`` is both the serialized ``type`` and the name of the fragments it covers.
     ``from_fragment(fragment)`` returns the fields to serialize (without ``type``; nested
@@ -188,20 +190,20 @@ def unregister_fragment_type(name: str) -> None:
 
 
 def registered_fragment_types() -> tuple[str, ...]:
-    """Every type :func:`to_fragment` accepts: built-in, generic and custom, sorted."""
+    """Every type :func:`fragment_from_dict` accepts: built-in, generic and custom, sorted."""
     return tuple(sorted({*_BUILTINS, _GENERIC, *_custom}))
 
 
 # --- fragment to dict --------------------------------------------------------------------------
 
 
-def from_fragment(fragment: Fragment) -> SerializedFragment:
+def fragment_to_dict(fragment: Fragment) -> SerializedFragment:
     """The JSON-able serialized form of ``fragment`` (see the module docstring).
 
     Lazy data cannot be serialized: materialize the fragment first.
     """
     if not isinstance(fragment, Fragment):
-        raise ValidationError(f"from_fragment needs a Fragment, got {fragment!r}")
+        raise ValidationError(f"fragment_to_dict needs a Fragment, got {fragment!r}")
     custom = _custom.get(fragment.name)
     if custom is not None:
         fields = custom.from_fragment(fragment)
@@ -255,7 +257,7 @@ def _generic(fragment: Fragment) -> SerializedFragment:
 def _encode(value: Any, where: str) -> Any:
     """A JSON-able copy of fragment data: fragments serialized, ``type``-keyed dicts wrapped."""
     if isinstance(value, Fragment):
-        return from_fragment(value)
+        return fragment_to_dict(value)
     if value is None or isinstance(value, (str, bool, int, float)):
         return value
     if is_lazy(value):
@@ -277,8 +279,8 @@ def _encode(value: Any, where: str) -> Any:
 # --- dict to fragment --------------------------------------------------------------------------
 
 
-def to_fragment(serialized: Mapping[str, Any]) -> Fragment:
-    """The fragment a serialized dict describes (the inverse of :func:`from_fragment`)."""
+def fragment_from_dict(serialized: Mapping[str, Any]) -> Fragment:
+    """The fragment a serialized dict describes (the inverse of :func:`fragment_to_dict`)."""
     if not isinstance(serialized, Mapping):
         raise ValidationError(f"a serialized fragment must be a dict, got {serialized!r}")
     type_name = serialized.get("type")
@@ -348,10 +350,16 @@ def _decode(value: Any, where: str) -> Any:
         if "type" not in value:
             return _decode_fields(where, value)
         if value["type"] != _DICT:
-            return to_fragment(value)
+            return fragment_from_dict(value)
         if value.keys() != {"type", "value"} or not isinstance(value["value"], Mapping):
             raise ValidationError(f"{where}: a wrapped dict needs exactly a 'value' mapping")
         return _decode_fields(where, value["value"])
     if isinstance(value, (list, tuple)):
         return [_decode(item, f"{where}[{index}]") for index, item in enumerate(value)]
     raise ValidationError(f"{where}: {type(value).__name__} is not a JSON value")
+
+
+#: The earlier names, which read backwards (``to_fragment`` builds a fragment from a dict):
+#: kept so code written against them keeps working.
+to_fragment = fragment_from_dict
+from_fragment = fragment_to_dict

@@ -82,6 +82,7 @@ class VerifyReport:
 
     @property
     def ok(self) -> bool:
+        """True when the chat holds no problem."""
         return not self.problems
 
     def as_dict(self) -> dict[str, Any]:
