@@ -17,10 +17,9 @@ def public_members(owner: Any) -> list[tuple[str, Any]]:
     for name, member in vars(owner).items():
         if name.startswith("_"):
             continue
-        if isinstance(member, (staticmethod, classmethod)):
-            member = member.__func__
-        if inspect.isfunction(member) or isinstance(member, property):
-            found.append((name, member))
+        function = member.__func__ if isinstance(member, (staticmethod, classmethod)) else member
+        if inspect.isfunction(function) or isinstance(function, property):
+            found.append((name, function))
     return found
 
 
