@@ -46,13 +46,22 @@ if TYPE_CHECKING:
 
 
 def check_payload(payload: object, where: str) -> dict[str, Any]:
-    """A chat-message dict: a mapping with string keys and a non-empty string ``role``."""
+    """A message: a mapping with string keys that is a chat message (a non-empty string
+    ``role``) or a role-less item of OpenAI's Responses API (a non-empty string ``type``:
+    ``function_call``, ``function_call_output``, ``reasoning``, ...)."""
     if type(payload) is not dict and not isinstance(payload, Mapping):
         raise ValidationError(
             f"{where} must be a chat-message mapping, got {type(payload).__name__}"
         )
     role = payload.get("role")
-    if not isinstance(role, str) or not role:
+    if role is None:
+        kind = payload.get("type")
+        if not isinstance(kind, str) or not kind:
+            raise ValidationError(
+                f"{where} needs a non-empty string 'role' (a chat message) or, without a role, "
+                f"a non-empty string 'type' (an item such as function_call), got neither"
+            )
+    elif not isinstance(role, str) or not role:
         raise ValidationError(f"{where} needs a non-empty string 'role', got {role!r}")
     for key in payload:
         if not isinstance(key, str):
