@@ -221,7 +221,7 @@ class AsyncStore:
     async def append(
         self,
         chat_id: str,
-        branch: str,
+        branch: str | None,
         messages: Iterable[MessageInput],
         *,
         expected_head: str | None,
@@ -230,9 +230,10 @@ class AsyncStore:
         compaction: CompactionTrigger | None = None,
         user_id: str | None = None,
     ) -> AppendResult:
-        """Append messages in order and move the branch head, atomically. With ``compaction``,
-        an append that takes the branch's context to ``soft_tokens`` enqueues one compaction
-        job for the chat (see :mod:`ctxstore.core.jobs`)."""
+        """Append messages in order and move the branch head, atomically (``branch`` None: the
+        branch active when the write runs). With ``compaction``, an append that takes the
+        branch's context to ``soft_tokens`` enqueues one compaction job for the chat (see
+        :mod:`ctxstore.core.jobs`)."""
         return await self.run(
             messages_ops.append(
                 self._state,

@@ -222,7 +222,7 @@ class Store:
     def append(
         self,
         chat_id: str,
-        branch: str,
+        branch: str | None,
         messages: Iterable[MessageInput],
         *,
         expected_head: str | None,
@@ -231,9 +231,10 @@ class Store:
         compaction: CompactionTrigger | None = None,
         user_id: str | None = None,
     ) -> AppendResult:
-        """Append messages in order and move the branch head, atomically. With ``compaction``,
-        an append that takes the branch's context to ``soft_tokens`` enqueues one compaction
-        job for the chat (see :mod:`ctxstore.core.jobs`)."""
+        """Append messages in order and move the branch head, atomically (``branch`` None: the
+        branch active when the write runs). With ``compaction``, an append that takes the
+        branch's context to ``soft_tokens`` enqueues one compaction job for the chat (see
+        :mod:`ctxstore.core.jobs`)."""
         return self.run(
             messages_ops.append(
                 self._state,

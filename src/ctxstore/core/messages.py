@@ -154,7 +154,7 @@ def append_args(
 def append(
     state: StoreState,
     chat_id: str,
-    branch: str,
+    branch: str | None,
     messages: Iterable[MessageInput],
     *,
     expected_head: str | None,
@@ -166,6 +166,7 @@ def append(
     compaction: CompactionTrigger | None = None,
 ) -> Operation[AppendResult]:
     """Append in order and move the head, in one script; see ``lua/append.lua`` for the policies.
+    ``branch`` None writes to the branch that is active when the script runs.
 
     ``user_id`` refuses another owner's chat and ``incarnation`` a chat re-created since the
     caller knew it (both inside the script). The request id makes a resent call (after a lost
@@ -174,7 +175,8 @@ def append(
     and, on a single server, adds the job to its stream; elsewhere the job follows the reply.
     """
     chat = state.keyspace.chat(chat_id)
-    check_name(branch, "branch")
+    if branch is not None:
+        check_name(branch, "branch")
     if expected_head is not None:
         check_name(expected_head, "expected_head")
     check_policy(on_conflict, _CONFLICT_POLICIES, "on_conflict")
@@ -196,7 +198,7 @@ def append(
         )
     fields = (
         *scope_args(user_id, incarnation),
-        branch,
+        branch or "",
         expected_head or "",
         on_conflict,
         on_existing,
