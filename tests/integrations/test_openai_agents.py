@@ -59,27 +59,16 @@ def contents(items: list[dict[str, Any]]) -> list[Any]:
     return [text_of(item) for item in items]
 
 
-def stored(store: Any, chat_id: str = "chat-1") -> list[dict[str, Any]]:
-    return [m["message"] for m in ctxstore_sync(store).load_branch(chat_id).messages]
-
-
-def ctxstore_sync(store: Any) -> ctxstore.Store:
-    """A sync store on the same keys as ``store`` (reads for the assertions)."""
-    if isinstance(store, ctxstore.Store):
-        return store
-    return _SYNC_TWINS[id(store)]
-
-
-_SYNC_TWINS: dict[int, ctxstore.Store] = {}
+def stored(store: ctxstore.Store, chat_id: str = "chat-1") -> list[dict[str, Any]]:
+    """The payloads of the chat's active branch, read through a sync store."""
+    return [m["message"] for m in store.load_branch(chat_id).messages]
 
 
 @pytest.fixture
-def twin(any_store: Any, backend: str, namespace: str) -> Iterator[ctxstore.Store]:
+def twin(backend: str, namespace: str) -> Iterator[ctxstore.Store]:
     """A sync store beside ``any_store`` for reading back what the session wrote."""
     store = ctxstore.connect(backend, namespace=namespace)
-    _SYNC_TWINS[id(any_store)] = store
     yield store
-    _SYNC_TWINS.pop(id(any_store), None)
     store.close()
 
 
