@@ -19,7 +19,7 @@ them (messages, ``function_call``, ``function_call_output``, ``reasoning``, ...)
   session settings' limit, else all; 0 or less: none). One round trip.
 - ``add_items(items)``: one append to the branch active when it runs, by compare-and-set with
   ``on_conflict="rebase"``: any number of workers on one session lose nothing. One round trip
-  (two when it creates the chat).
+  (four for the write that creates the chat).
 - ``pop_item()``: moves the head back, like a rewind: the newest item stays in the graph on the
   branch it was popped from, and a new branch (``<branch>-v<k+1>``) starts at its parent and
   becomes active. Returns the item (None on an empty session). Two round trips. An item
