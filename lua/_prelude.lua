@@ -16,8 +16,9 @@
 --   summary ZSET  score = the position of the last message a summary covers, member = the
 --                 summary's tokens (5 bytes, big-endian) then its msgpack record. A summary
 --                 applies to every chain through that message; one per position, never changed.
---   tok     STRING TOK_WIDTH bytes per log position: a flags byte (1: the message is a tool
---                 result) and the tokens of the chain from its root through that message
+--   tok     STRING TOK_WIDTH bytes per log position: a flags byte (1: the message continues
+--                 the tool group before it, a tool result or a Responses API call or output
+--                 item: no window starts with it) and the tokens of the chain from its root through that message
 --                 (big-endian, 40 bits). A chain's size is one read at its head; a window of
 --                 the newest N tokens is a binary search, with no payload read.
 -- A generated message id is "<position>.<incarnation>.<tag>": unique, meaningless in any other

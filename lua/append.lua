@@ -16,7 +16,8 @@
 --                    client and Redis time on the hottest path):
 --                    user (the caller, "" for anyone: another owner's chat is refused),
 --                    inc (the incarnation the caller knows, "" for any; "#<fence>" after it
---                    inside a turn: see the prelude), branch (to write to),
+--                    inside a turn: see the prelude), branch (to write to; "" for the
+--                    chat's active branch, read in this script),
 --                    expected (the head id the caller last saw, "" for an empty branch),
 --                    on_conflict (raise | rebase | fork: when the head is not `expected`),
 --                    on_existing (raise | fork: for a message id the chat already holds),
@@ -119,7 +120,10 @@ return run(function()
 
   local owner, inc, fields, fence = open_chat(chat, user, known_inc,
                                               {'updated_at', 'message_count', 'req_since', 'cjob',
-                                               'ttl'}, true)
+                                               'ttl', 'active_branch'}, true)
+  if target == '' then
+    target = text_field(chat, 'active_branch', fields[6])
+  end
   local record = read_branch(branch, target)
   local record_name = target
   local updated_before = number_field(chat, 'updated_at', fields[1])

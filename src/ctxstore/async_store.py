@@ -223,7 +223,7 @@ class AsyncStore:
     async def append(
         self,
         chat_id: str,
-        branch: str,
+        branch: str | None,
         messages: Iterable[MessageInput],
         *,
         expected_head: str | None,
@@ -232,11 +232,12 @@ class AsyncStore:
         compaction: CompactionTrigger | None = None,
         user_id: str | None = None,
     ) -> AppendResult:
-        """Append ``messages`` to ``branch`` in order and move its head, atomically (one script).
+        """Append ``messages`` to ``branch`` in order and move its head, atomically (one script);
+        ``branch`` None: the branch active when the write runs.
 
         ``messages``: chat-message dicts (``role``, ``content``, ...), Responses-style items
         with a ``type``, or :class:`NewMessage` values (a chosen id, per-message metadata). A
-        plain dict's string ``"id"`` becomes its message id.
+        chat message's string ``"id"`` becomes its message id.
 
         ``expected_head``: the head this caller last saw (None for an empty branch). The head
         moves only if it is still that one (compare-and-set); otherwise ``on_conflict`` decides:

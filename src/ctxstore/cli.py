@@ -28,7 +28,7 @@ from ctxstore.context.visualize import (
     short_id,
     visualize_graph,
 )
-from ctxstore.core.preview import message_text, one_line, preview
+from ctxstore.core.preview import message_label, message_text, one_line, preview
 from ctxstore.core.verify import VerifyReport
 from ctxstore.errors import CtxStoreError
 from ctxstore.exporting import to_dot, to_json, to_mermaid
@@ -157,7 +157,7 @@ def _branch_log(chain: BranchChain) -> str:
         message = stored["message"]
         text = message_text(message) or preview(message)
         first, *rest = text.splitlines() or [""]
-        role = one_line(str(message.get("role", "")), ROLE_CHARS)
+        role = one_line(message_label(message), ROLE_CHARS)
         lines.append(f"{short_id(stored['id'])} {role}: {first}".rstrip())
         lines.extend((_LOG_INDENT + line).rstrip() for line in rest)
     return printable("\n".join(lines))

@@ -26,7 +26,7 @@ from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxstore.core.preview import message_text
+from ctxstore.core.preview import called_tools, item_text, message_label, message_text
 from ctxstore.errors import ConfigurationError, CtxStoreError
 from ctxstore.llm import import_litellm, reply_text
 from ctxstore.model_info import model_info
@@ -116,18 +116,14 @@ def transcript_lines(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     earlier summary is labelled as one, so the model folds it in rather than quoting it)."""
     lines = []
     for message in messages:
-        role = str(message.get("role", "unknown"))
+        role = message_label(message) or "unknown"
         if is_context_summary(message):
             role = "earlier summary"
         elif role in ("tool", "function") and isinstance(message.get("name"), str):
             role = f"{role} {message['name']}"
-        text = message_text(message)
-        calls = message.get("tool_calls")
-        if isinstance(calls, list):
-            for call in calls:
-                function = call.get("function", {}) if isinstance(call, Mapping) else {}
-                if isinstance(function, Mapping):
-                    text += f" [calls {function.get('name')}({function.get('arguments', '')})]"
+        text = message_text(message) or item_text(message)
+        for name, arguments in called_tools(message):
+            text += f" [calls {name}({arguments})]"
         if not text and message.get("content") is not None:
             text = json.dumps(message.get("content"), default=str)
         lines.append(f"{role}: {text.strip()}")

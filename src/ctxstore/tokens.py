@@ -21,7 +21,10 @@ tiktoken downloads its encodings on first use, which fails on closed networks. l
 Per-message overhead follows OpenAI's published recipe for chat models: 3 tokens per message,
 1 more when it has a ``name``, the tokens of its role, text, name, tool calls (function name
 and arguments, plus 3 per call) and tool-call id, and 3 tokens that prime the reply, once per
-request. An image part counts 85 tokens, the price of a low-detail image.
+request. An image part counts 85 tokens, the price of a low-detail image. A role-less item of
+the Responses API (``function_call``, ``function_call_output``, ``reasoning``, ...) costs the
+same 3 plus its texts: ``content`` parts, ``name``, ``arguments`` / ``input``, ``call_id``,
+``output`` and the ``summary`` parts of a reasoning item.
 """
 
 from __future__ import annotations
@@ -148,6 +151,31 @@ def message_tokens(
     function_call = message.get("function_call")  # the legacy single-call spelling
     if isinstance(function_call, Mapping):
         tokens += _function_tokens(function_call, counter)
+    if role is None:
+        tokens += _item_tokens(message, counter)
+    return tokens
+
+
+#: The text fields of role-less Responses API items: a call's ``arguments`` (``input`` for a
+#: custom tool), the ``call_id`` that pairs a call with its output.
+_ITEM_TEXT_FIELDS = ("arguments", "input", "call_id")
+
+
+def _item_tokens(item: Mapping[str, Any], counter: TokenCounter) -> int:
+    """The texts of a role-less Responses API item besides ``content`` and ``name``: call
+    arguments and ids, an output (a text or a list of content parts) and a reasoning item's
+    ``summary`` parts."""
+    tokens = 0
+    for field in _ITEM_TEXT_FIELDS:
+        value = item.get(field)
+        if isinstance(value, str):
+            tokens += counter(value)
+    output = item.get("output")
+    if isinstance(output, str):
+        tokens += counter(output)
+    else:
+        tokens += _content_tokens(output, counter)
+    tokens += _content_tokens(item.get("summary"), counter)
     return tokens
 
 

@@ -1,6 +1,6 @@
-"""A plain-dict message that carries an ``"id"`` is stored under that id: a chat message without
-the key (Chat Completions refuses unknown message keys), an item with a ``"type"`` (a Responses
-item) with it. ``NewMessage`` stores a dict exactly as given."""
+"""A plain-dict chat message that carries an ``"id"`` is stored under that id, without the key
+(Chat Completions refuses unknown message keys); an item with a ``"type"`` (a Responses item)
+and ``NewMessage`` store a dict exactly as given, under a generated id."""
 
 from __future__ import annotations
 
@@ -47,11 +47,12 @@ def test_appending_the_same_id_again_is_recognized(store: Any, snap: Any) -> Non
     assert store.get_message("c1", "ui-1")["message"]["content"] == "hi"
 
 
-def test_a_typed_item_keeps_its_id(store: Any) -> None:
+def test_a_typed_item_is_stored_as_given_under_a_generated_id(store: Any) -> None:
     store.upsert_chat("c1", "alice")
-    item = {"id": "msg_1", "type": "message", "role": "assistant", "content": "ok"}
-    store.append("c1", "main", [item], expected_head=None)
-    assert store.get_message("c1", "msg_1")["message"] == item
+    item = {"id": "__fake_id__", "type": "message", "role": "assistant", "content": "ok"}
+    result = store.append("c1", "main", [item, item], expected_head=None)
+    assert "__fake_id__" not in result.message_ids
+    assert [m["message"] for m in store.load_branch("c1").messages] == [item, item]
 
 
 def test_new_message_stores_the_dict_as_given(store: Any) -> None:

@@ -16,7 +16,7 @@ from ctxstore.core.chain import (
 )
 from ctxstore.core.chats import chat_context, keys_for, scope_args
 from ctxstore.core.keys import ChatKeys
-from ctxstore.core.preview import preview
+from ctxstore.core.preview import message_label, preview
 from ctxstore.core.protocol import Operation, script_call
 from ctxstore.core.records import (
     branch_record,
@@ -104,7 +104,7 @@ def _graph(
                 GraphNode(
                     id=message_id,
                     parent_id=ids[parent] if parent >= 0 else None,
-                    role=str(payload.get("role", "")),
+                    role=message_label(payload),
                     preview=preview(payload),
                     created_at=created_at,
                 )

@@ -46,13 +46,22 @@ if TYPE_CHECKING:
 
 
 def check_payload(payload: object, where: str) -> dict[str, Any]:
-    """A chat-message dict: a mapping with string keys and a non-empty string ``role``."""
+    """A message: a mapping with string keys that is a chat message (a non-empty string
+    ``role``) or a role-less item of OpenAI's Responses API (a non-empty string ``type``:
+    ``function_call``, ``function_call_output``, ``reasoning``, ...)."""
     if type(payload) is not dict and not isinstance(payload, Mapping):
         raise ValidationError(
             f"{where} must be a chat-message mapping, got {type(payload).__name__}"
         )
     role = payload.get("role")
-    if not isinstance(role, str) or not role:
+    if role is None:
+        kind = payload.get("type")
+        if not isinstance(kind, str) or not kind:
+            raise ValidationError(
+                f"{where} needs a non-empty string 'role' (a chat message) or, without a role, "
+                f"a non-empty string 'type' (an item such as function_call), got neither"
+            )
+    elif not isinstance(role, str) or not role:
         raise ValidationError(f"{where} needs a non-empty string 'role', got {role!r}")
     for key in payload:
         if not isinstance(key, str):
@@ -61,13 +70,14 @@ def check_payload(payload: object, where: str) -> dict[str, Any]:
 
 
 def own_id(item: object, where: str) -> tuple[object, str]:
-    """A plain dict's payload and chosen message id: its string ``"id"`` (messages from a chat
-    UI, an OpenAI Responses item) names the message, so appending it again is recognized
-    (``MessageExistsError``, or an edit with ``on_existing="fork"``). A chat message (no
-    ``"type"`` key) is stored without it: Chat Completions refuses unknown message keys. An item
-    with a ``"type"`` (a Responses item) keeps it: that API wants its ids back. ``NewMessage``
-    stores a payload exactly as given, under a generated or chosen id."""
-    if not isinstance(item, Mapping) or "id" not in item:
+    """A plain dict's payload and chosen message id. A chat message's string ``"id"`` (a
+    message from a chat UI) names the message, so appending it again is recognized
+    (``MessageExistsError``, or an edit with ``on_existing="fork"``), and leaves the stored
+    dict: Chat Completions refuses unknown message keys. An item with a ``"type"`` (a Responses
+    item) is stored exactly as given under a generated id: that API wants its ids back, and
+    agent frameworks repeat them (the Agents SDK's ``"__fake_id__"``). ``NewMessage`` stores
+    any dict as given, under a generated or chosen id."""
+    if not isinstance(item, Mapping) or "id" not in item or "type" in item:
         return item, ""
     chosen = item["id"]
     if not isinstance(chosen, str):
@@ -76,8 +86,6 @@ def own_id(item: object, where: str) -> tuple[object, str]:
             "(or pass NewMessage(message) to store the dict as it is under a generated id)"
         )
     check_name(chosen, f"{where} id")
-    if "type" in item:
-        return item, chosen
     return {key: value for key, value in item.items() if key != "id"}, chosen
 
 
@@ -166,7 +174,7 @@ def append_args(
 def append(
     state: StoreState,
     chat_id: str,
-    branch: str,
+    branch: str | None,
     messages: Iterable[MessageInput],
     *,
     expected_head: str | None,
@@ -178,6 +186,7 @@ def append(
     compaction: CompactionTrigger | None = None,
 ) -> Operation[AppendResult]:
     """Append in order and move the head, in one script; see ``lua/append.lua`` for the policies.
+    ``branch`` None writes to the branch that is active when the script runs.
 
     ``user_id`` refuses another owner's chat and ``incarnation`` a chat re-created since the
     caller knew it (both inside the script). The request id makes a resent call (after a lost
@@ -186,7 +195,8 @@ def append(
     and, on a single server, adds the job to its stream; elsewhere the job follows the reply.
     """
     chat = state.keyspace.chat(chat_id)
-    check_name(branch, "branch")
+    if branch is not None:
+        check_name(branch, "branch")
     if expected_head is not None:
         check_name(expected_head, "expected_head")
     check_policy(on_conflict, _CONFLICT_POLICIES, "on_conflict")
@@ -208,7 +218,7 @@ def append(
         )
     fields = (
         *scope_args(user_id, incarnation),
-        branch,
+        branch or "",
         expected_head or "",
         on_conflict,
         on_existing,

@@ -1,4 +1,5 @@
-"""The text of a chat message, and a one-line preview of it for graphs and trees."""
+"""The text of a chat message (or of a role-less Responses API item), and a one-line preview of
+it for graphs, trees and transcripts."""
 
 from __future__ import annotations
 
@@ -27,6 +28,58 @@ def message_text(message: Mapping[str, Any]) -> str:
     return ""
 
 
+def item_text(message: Mapping[str, Any]) -> str:
+    """The readable text of a role-less Responses API item besides its ``content``: an
+    output's text (``function_call_output``, ...) or a reasoning item's summary; "" for a chat
+    message and for items without one."""
+    if message.get("role") is not None:
+        return ""
+    output = message.get("output")
+    if isinstance(output, str):
+        return output
+    texts: list[str] = []
+    for field in ("output", "summary"):
+        parts = message.get(field)
+        if isinstance(parts, list):
+            texts.extend(
+                part["text"]
+                for part in parts
+                if isinstance(part, Mapping) and isinstance(part.get("text"), str)
+            )
+    return " ".join(texts)
+
+
+def called_tools(message: Mapping[str, Any]) -> list[tuple[str, str]]:
+    """``(name, arguments)`` of each tool a message calls: its ``tool_calls``, or the message
+    itself when it is a role-less call item (``function_call``; ``input`` for a custom tool)."""
+    calls = message.get("tool_calls")
+    if isinstance(calls, list):
+        found = []
+        for call in calls:
+            function = call.get("function") if isinstance(call, Mapping) else None
+            if isinstance(function, Mapping):
+                found.append((str(function.get("name", "?")), str(function.get("arguments", ""))))
+            elif isinstance(call, Mapping):
+                found.append(("?", ""))
+        return found
+    if message.get("role") is None and isinstance(message.get("name"), str):
+        kind = message.get("type")
+        if isinstance(kind, str) and kind.endswith("_call"):
+            arguments = message.get("arguments", message.get("input", ""))
+            return [(message["name"], arguments if isinstance(arguments, str) else "")]
+    return []
+
+
+def message_label(message: Mapping[str, Any]) -> str:
+    """Who a message is from: its role, or for a role-less item its ``type``
+    (``function_call``, ``reasoning``, ...)."""
+    for field in ("role", "type"):
+        value = message.get(field)
+        if isinstance(value, str) and value:
+            return value
+    return ""
+
+
 def one_line(value: str, width: int) -> str:
     """``value`` with whitespace collapsed, cut to ``width`` characters with an ellipsis."""
     flat = _WHITESPACE.sub(" ", value).strip()
@@ -35,14 +88,9 @@ def one_line(value: str, width: int) -> str:
 
 def preview(message: Mapping[str, Any], width: int = 60) -> str:
     """What a message says, on one line: its text, else the tools it calls."""
-    text = message_text(message)
+    text = message_text(message) or item_text(message)
     if not text.strip():
-        calls = message.get("tool_calls")
-        if isinstance(calls, list) and calls:
-            names = [
-                str(call.get("function", {}).get("name", "?"))
-                for call in calls
-                if isinstance(call, Mapping)
-            ]
-            text = "calls " + ", ".join(names)
+        calls = called_tools(message)
+        if calls:
+            text = "calls " + ", ".join(name for name, _arguments in calls)
     return one_line(text, width)

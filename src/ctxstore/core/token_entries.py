@@ -1,12 +1,13 @@
 """The token entries a save sends beside its records (``lua/append.lua``, ARGV[3]).
 
-Each message gets 6 bytes: a flags byte (1: the message is a tool result, so a window never
-starts with it) and the chain's tokens through it, big-endian in 40 bits, counted from ``base``:
-the size the client believes the chain before the first message has (known from its last save
-or read of that head). The script stores the running totals per log position (the chat's
-``tok`` key), as they are when ``base`` was right, so a chain's size, and the newest messages
-that fit a budget, are known without reading a payload, and a long append costs Redis one
-``APPEND``.
+Each message gets 6 bytes: a flags byte (1: the message continues the tool group of the message
+before it, a tool result or a Responses API call or output item, so a window never starts with
+it; see :mod:`ctxstore.tool_groups`) and the chain's tokens through it, big-endian in 40 bits,
+counted from ``base``: the size the client believes the chain before the first message has
+(known from its last save or read of that head). The script stores the running totals per log
+position (the chat's ``tok`` key), as they are when ``base`` was right, so a chain's size, and
+the newest messages that fit a budget, are known without reading a payload, and a long append
+costs Redis one ``APPEND``.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from typing import Any
 
 from ctxstore.errors import ValidationError
 from ctxstore.tokens import MessageCounter
-from ctxstore.tool_groups import TOOL_RESULT_ROLES
+from ctxstore.tool_groups import continues_tool_group
 
 TOK_WIDTH = 6
 TOOL_RESULT = 1
@@ -46,6 +47,6 @@ def token_entries(
         total += tokens
         if total > MAX_CHAIN_TOKENS:
             raise ValidationError("a chain may hold at most 2^40 tokens")
-        flags = TOOL_RESULT if payload.get("role") in TOOL_RESULT_ROLES else 0
+        flags = TOOL_RESULT if continues_tool_group(payload) else 0
         parts.append(bytes((flags,)) + total.to_bytes(TOK_WIDTH - 1, "big"))
     return b"".join(parts)

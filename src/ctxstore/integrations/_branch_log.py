@@ -1,0 +1,174 @@
+"""A chat's active branch seen as one list of messages: what every adapter needs.
+
+Frameworks keep a conversation as a list they read, extend, shorten by one and clear. Here that
+list is the chain of the chat's active branch, and each verb is one core operation (a generator
+of calls), so a sync :class:`~ctxstore.store.Store` and an :class:`~ctxstore.async_store.
+AsyncStore` run the same logic; on a sync store the async verbs run in a worker thread.
+
+- read: the active branch's chain (the newest ``limit`` messages), one round trip; a missing
+  chat reads as empty and is not created by a read.
+- extend: one append to whatever branch is active when the script runs, with compare-and-set
+  and ``on_conflict="rebase"``: concurrent writers all land, none is lost. The chat is created
+  (owned by ``user_id``) by the first write that finds it missing.
+- shorten by one (pop): a rewind. The newest message stays in the graph; a new branch starts at
+  its parent and becomes the active one.
+- clear: the chat is deleted, every branch with it; the next write creates it anew.
+
+Payloads are appended as :class:`~ctxstore.results.NewMessage` without an id: ids inside a
+framework's items (``"id": "__fake_id__"``, ``"msg_..."``) stay payload and never become
+ctxstore message ids.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
+
+from ctxstore.async_store import AsyncStore
+from ctxstore.core import messages as messages_ops
+from ctxstore.core.branches import create_branch
+from ctxstore.core.chats import delete_chat
+from ctxstore.core.ids import check_key_id
+from ctxstore.core.opening import upsert_chat
+from ctxstore.core.protocol import Operation
+from ctxstore.errors import ChatNotFoundError, ConfigurationError, ValidationError
+from ctxstore.results import NewMessage
+from ctxstore.store import Store, connect
+
+T = TypeVar("T")
+
+#: How often an append retries after creating the chat it found missing (a chat deleted again
+#: in between, by a clear on another worker, is created again the next time).
+_CREATE_ATTEMPTS = 3
+
+
+def open_store(store: Store | AsyncStore | None, url: str | None, owner: str) -> Store | AsyncStore:
+    """The store an adapter uses: the one given, or a sync store for ``url`` (None reads
+    ``CTXSTORE_URL``, then ``memory://``); a sync store serves any event loop."""
+    if store is not None and url is not None:
+        raise ConfigurationError(f"{owner} takes store= or url=, not both")
+    if store is None:
+        return connect(url)
+    if not isinstance(store, (Store, AsyncStore)):
+        raise ConfigurationError(
+            f"{owner} store= must be a ctxstore Store or AsyncStore, got {type(store).__name__}"
+        )
+    return store
+
+
+class BranchLog:
+    """One chat's active branch for one user, as a list of payloads (see the module)."""
+
+    def __init__(self, store: Store | AsyncStore, chat_id: str, user_id: str) -> None:
+        self.store = store
+        self.chat_id = chat_id
+        self.user_id = check_key_id(user_id, "user_id")
+        store.state.keyspace.chat(chat_id)  # an id that cannot name a chat fails here
+        self._head: str | None = None  # the newest head seen: a hint for the next append
+
+    # --- running -------------------------------------------------------------------------------
+
+    def run(self, operation: Operation[T]) -> T:
+        """Run on a sync store; an AsyncStore cannot be driven from sync code."""
+        if not isinstance(self.store, Store):
+            operation.close()
+            raise ConfigurationError(
+                "this call is synchronous and the store is an AsyncStore: use the async "
+                "methods, or pass a sync Store (ctxstore.connect)"
+            )
+        return self.store.run(operation)
+
+    async def arun(self, operation: Operation[T]) -> T:
+        """Run on an AsyncStore, or on a sync store in a worker thread."""
+        if isinstance(self.store, AsyncStore):
+            return await self.store.run(operation)
+        return await asyncio.to_thread(self.store.run, operation)
+
+    # --- operations ----------------------------------------------------------------------------
+
+    def read(self, limit: int | None = None) -> Operation[list[dict[str, Any]]]:
+        """The payloads of the active branch, root first: all of them, or the newest ``limit``
+        (none for ``limit`` <= 0). Copies: the caller may change them."""
+        if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
+            raise ValidationError(f"limit must be an integer or None, got {limit!r}")
+        if limit is not None and limit <= 0:
+            return []
+        window = messages_ops.Window(newest=True) if limit else messages_ops.WHOLE_CHAIN
+        try:
+            info, chain, _reply = yield from messages_ops.read_branch(
+                self.store.state,
+                self.chat_id,
+                None,
+                max_depth=limit,
+                window=window,
+                user_id=self.user_id,
+            )
+        except ChatNotFoundError:
+            return []
+        self._head = info.head_message_id
+        return copy.deepcopy(chain.payloads())
+
+    def extend(self, payloads: Sequence[Mapping[str, Any]]) -> Operation[None]:
+        """Append ``payloads`` in order to the active branch (creating the chat if missing)."""
+        batch = [NewMessage(payload) for payload in payloads]
+        if not batch:
+            return
+        state = self.store.state
+        for attempt in range(_CREATE_ATTEMPTS):
+            try:
+                result = yield from messages_ops.append(
+                    state,
+                    self.chat_id,
+                    None,
+                    batch,
+                    expected_head=self._head,
+                    on_conflict="rebase",
+                    user_id=self.user_id,
+                )
+            except ChatNotFoundError:
+                if attempt == _CREATE_ATTEMPTS - 1:
+                    raise
+                self._head = None
+                yield from upsert_chat(state, self.chat_id, self.user_id)
+                continue
+            self._head = result.head_message_id
+            return
+
+    def pop(self) -> Operation[dict[str, Any] | None]:
+        """Move the active branch back by one message: a new branch (``<branch>-v<k+1>``,
+        activated) at the newest message's parent. Returns that message, None when the branch
+        is empty; the message stays in the graph, on the branch it was popped from."""
+        state = self.store.state
+        try:
+            info, chain, _reply = yield from messages_ops.read_branch(
+                state,
+                self.chat_id,
+                None,
+                max_depth=1,
+                window=messages_ops.Window(newest=True),
+                user_id=self.user_id,
+            )
+        except ChatNotFoundError:
+            return None
+        newest = chain.messages()
+        if not newest:
+            return None
+        popped = newest[-1]
+        branch = yield from create_branch(
+            state,
+            self.chat_id,
+            popped["parent_id"],
+            base=info.name,
+            activate=True,
+            user_id=self.user_id,
+        )
+        self._head = branch.head_message_id
+        return copy.deepcopy(popped["message"])
+
+    def clear(self) -> Operation[bool]:
+        """Delete the chat (True if this call deleted it)."""
+        self._head = None
+        deleted: bool = yield from delete_chat(self.store.state, self.chat_id, user_id=self.user_id)
+        return deleted

@@ -1,0 +1,120 @@
+"""A LangChain chat message history kept in ctxstore: ``CtxStoreChatMessageHistory``.
+
+::
+
+    from ctxstore.integrations.langchain import CtxStoreChatMessageHistory
+    from langchain_core.runnables.history import RunnableWithMessageHistory
+
+    chain = RunnableWithMessageHistory(
+        model,
+        lambda session_id: CtxStoreChatMessageHistory(session_id, user_id="alice", store=store),
+    )
+
+The history is the chat ``session_id`` owned by ``user_id`` (created by the first write,
+another user's chat is a :class:`~ctxstore.errors.PermissionDeniedError`), and its messages are
+the chain of the chat's *active branch*, read anew at each call: a rewind made through a
+``ContextEngine`` shows at the next read. Messages are stored as OpenAI-format chat dicts
+(``convert_to_openai_messages``; ``convert_to_messages`` reads them back), so the same chat works
+with the engine, ``resolve()`` and ``litellm.completion``: tool calls and tool messages keep
+their ids and arguments. LangChain's message ids and ``response_metadata`` are not kept.
+
+- ``messages`` / ``aget_messages()``: the whole active branch, one round trip.
+- ``add_messages`` / ``aadd_messages``: one append to the branch active when it runs, by
+  compare-and-set with ``on_conflict="rebase"``: any number of workers lose nothing.
+- ``clear`` / ``aclear``: deletes the chat (every branch); the next write creates it anew.
+
+``store=`` takes a :class:`~ctxstore.store.Store` or an :class:`~ctxstore.async_store.AsyncStore`
+(``url=`` instead opens a sync store). On a sync store the async methods run in a worker thread;
+on an AsyncStore only the async methods work (a sync one raises ConfigurationError).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+try:
+    from langchain_core.chat_history import BaseChatMessageHistory
+    from langchain_core.messages import (
+        BaseMessage,
+        convert_to_messages,
+        convert_to_openai_messages,
+    )
+except ImportError as error:  # pragma: no cover - exercised without the extra installed
+    raise ImportError(
+        "ctxstore.integrations.langchain needs langchain-core: pip install 'ctxstore[langchain]'"
+    ) from error
+
+from ctxstore.async_store import AsyncStore
+from ctxstore.errors import ValidationError
+from ctxstore.integrations._branch_log import BranchLog, open_store
+from ctxstore.store import Store
+
+__all__ = ["CtxStoreChatMessageHistory"]
+
+
+class CtxStoreChatMessageHistory(BaseChatMessageHistory):
+    """A ``BaseChatMessageHistory`` on a ctxstore chat's active branch (see the module)."""
+
+    def __init__(
+        self,
+        session_id: str,
+        *,
+        user_id: str,
+        store: Store | AsyncStore | None = None,
+        url: str | None = None,
+    ) -> None:
+        self.session_id = session_id
+        self._owns_store = store is None
+        self._log = BranchLog(
+            open_store(store, url, "CtxStoreChatMessageHistory"), session_id, user_id
+        )
+
+    @property
+    def store(self) -> Store | AsyncStore:
+        return self._log.store
+
+    @property
+    def user_id(self) -> str:
+        return self._log.user_id
+
+    @property
+    def messages(self) -> list[BaseMessage]:  # type: ignore[override]
+        """The messages of the active branch, oldest first."""
+        return _to_messages(self._log.run(self._log.read()))
+
+    async def aget_messages(self) -> list[BaseMessage]:
+        return _to_messages(await self._log.arun(self._log.read()))
+
+    def add_messages(self, messages: Sequence[BaseMessage]) -> None:
+        """Append ``messages`` in order to the active branch, as OpenAI-format dicts."""
+        self._log.run(self._log.extend(_to_payloads(messages)))
+
+    async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
+        await self._log.arun(self._log.extend(_to_payloads(messages)))
+
+    def clear(self) -> None:
+        """Delete the chat."""
+        self._log.run(self._log.clear())
+
+    async def aclear(self) -> None:
+        await self._log.arun(self._log.clear())
+
+    def close(self) -> None:
+        """Close the store this history opened from ``url=`` (a store passed in stays open)."""
+        if self._owns_store and isinstance(self.store, Store):
+            self.store.close()
+
+
+def _to_payloads(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+    for index, message in enumerate(messages):
+        if not isinstance(message, BaseMessage):
+            raise ValidationError(
+                f"messages[{index}] must be a LangChain message, got {type(message).__name__}"
+            )
+    converted = convert_to_openai_messages(list(messages))
+    return [dict(payload) for payload in converted]
+
+
+def _to_messages(payloads: list[dict[str, Any]]) -> list[BaseMessage]:
+    return list(convert_to_messages(payloads))

@@ -1,0 +1,503 @@
+"""CtxStoreSession: the OpenAI Agents SDK's session protocol on a ctxstore chat.
+
+The SDK's ``Runner`` drives a real agent loop against a scripted model (tests/integrations/
+agents_support.py), so what reaches the store is what the SDK saves; the behaviours the SDK's
+own session tests check (ordering, limits, pop, clear, settings, isolation, concurrency) are
+checked here again on every backend, through a sync and an async store.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import AsyncIterator, Iterator
+from typing import Any
+
+import pytest
+from agents import RunConfig, Runner
+from agents.memory import Session, SessionSettings
+
+import ctxstore
+from ctxstore.integrations.openai_agents import CtxStoreSession
+from tests.integrations.agents_support import (
+    ScriptedModel,
+    call_weather,
+    say,
+    text_of,
+    think,
+    weather_agent,
+)
+from tests.store.test_concurrency import run_workers
+from tests.support.wire import trace_wire
+
+USER = "alice"
+
+
+@pytest.fixture(params=["sync", "async"])
+async def any_store(
+    request: pytest.FixtureRequest, backend: str, namespace: str
+) -> AsyncIterator[ctxstore.Store | ctxstore.AsyncStore]:
+    """A sync Store (the session runs it in a worker thread) or an AsyncStore, per backend."""
+    if request.param == "sync":
+        store = ctxstore.connect(backend, namespace=namespace)
+        yield store
+        store.close()
+    else:
+        async_store = ctxstore.connect_async(backend, namespace=namespace)
+        yield async_store
+        await async_store.close()
+
+
+@pytest.fixture
+def sync_store(backend: str, namespace: str) -> Iterator[ctxstore.Store]:
+    store = ctxstore.connect(backend, namespace=namespace)
+    yield store
+    store.close()
+
+
+def contents(items: list[dict[str, Any]]) -> list[Any]:
+    return [text_of(item) for item in items]
+
+
+def stored(store: ctxstore.Store, chat_id: str = "chat-1") -> list[dict[str, Any]]:
+    """The payloads of the chat's active branch, read through a sync store."""
+    return [m["message"] for m in store.load_branch(chat_id).messages]
+
+
+@pytest.fixture
+def twin(backend: str, namespace: str) -> Iterator[ctxstore.Store]:
+    """A sync store beside ``any_store`` for reading back what the session wrote."""
+    store = ctxstore.connect(backend, namespace=namespace)
+    yield store
+    store.close()
+
+
+# --- the agent loop -----------------------------------------------------------------------------
+
+
+async def test_runner_turns_with_tool_calls_store_every_item_in_order(
+    any_store: Any, twin: ctxstore.Store
+) -> None:
+    model = ScriptedModel(
+        [think("two cities"), call_weather("c1", "Paris"), call_weather("c2", "Rome")],
+        [say("Sunny in both.")],
+        [call_weather("c3", "Oslo")],
+        [say("Sunny in Oslo too.")],
+    )
+    agent = weather_agent(model)
+    session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+    assert isinstance(session, Session)
+
+    first = await Runner.run(agent, "Weather in Paris and Rome?", session=session)
+    assert first.final_output == "Sunny in both."
+    second = await Runner.run(agent, "And Oslo?", session=session)
+    assert second.final_output == "Sunny in Oslo too."
+
+    items = stored(twin)
+    assert [item.get("type", item.get("role")) for item in items] == [
+        "user",
+        "reasoning",
+        "function_call",
+        "function_call",
+        "function_call_output",
+        "function_call_output",
+        "message",
+        "user",
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    assert contents(items) == [
+        "Weather in Paris and Rome?",
+        None,
+        '{"city": "Paris"}',
+        '{"city": "Rome"}',
+        "sunny in Paris",
+        "sunny in Rome",
+        "Sunny in both.",
+        "And Oslo?",
+        '{"city": "Oslo"}',
+        "sunny in Oslo",
+        "Sunny in Oslo too.",
+    ]
+    # Stored exactly as the SDK gave them, their own ids included; ctxstore's ids are its own.
+    assert items[2] == {
+        "arguments": '{"city": "Paris"}',
+        "call_id": "c1",
+        "name": "weather",
+        "type": "function_call",
+        "id": "__fake_id__",
+    }
+    assert items[1]["summary"] == [{"text": "two cities", "type": "summary_text"}]
+    ids = [m["id"] for m in twin.load_branch("chat-1").messages]
+    assert len(set(ids)) == len(ids)
+    assert "__fake_id__" not in ids
+    # The second run's model calls saw the first run whole, in order, then the new question.
+    assert model.inputs[2][:8] == items[:8]
+    assert model.inputs[3] == items[:10]
+    assert await session.get_items() == items
+    assert twin.get_chat("chat-1").user_id == USER
+
+
+@pytest.mark.parametrize("runner", ["run_sync", "run_streamed"])
+async def test_run_sync_and_run_streamed_use_the_session(
+    sync_store: ctxstore.Store, runner: str
+) -> None:
+    model = ScriptedModel(
+        [call_weather("c1", "Paris")], [say("Sunny.")], [say("You asked about Paris.")]
+    )
+    agent = weather_agent(model)
+    session = CtxStoreSession("chat-1", user_id=USER, store=sync_store)
+
+    async def run(text: str) -> Any:
+        if runner == "run_sync":  # its own event loop, in a thread of its own
+            return await asyncio.to_thread(Runner.run_sync, agent, text, session=session)
+        result = Runner.run_streamed(agent, text, session=session)
+        async for _event in result.stream_events():
+            pass
+        return result
+
+    assert (await run("Weather in Paris?")).final_output == "Sunny."
+    assert (await run("What did I ask?")).final_output == "You asked about Paris."
+    assert contents(model.last_input) == [
+        "Weather in Paris?",
+        '{"city": "Paris"}',
+        "sunny in Paris",
+        "Sunny.",
+        "What did I ask?",
+    ]
+    assert len(await session.get_items()) == 6
+
+
+async def test_sessions_are_isolated(any_store: Any) -> None:
+    model = ScriptedModel([say("cats")], [say("dogs")], [say("you like cats")])
+    agent = weather_agent(model)
+    one = CtxStoreSession("session-1", user_id=USER, store=any_store)
+    two = CtxStoreSession("session-2", user_id=USER, store=any_store)
+    await Runner.run(agent, "I like cats", session=one)
+    await Runner.run(agent, "I like dogs", session=two)
+    await Runner.run(agent, "What do I like?", session=one)
+    assert contents(model.last_input) == ["I like cats", "cats", "What do I like?"]
+    await two.pop_item()
+    assert contents(await one.get_items()) == [
+        "I like cats",
+        "cats",
+        "What do I like?",
+        "you like cats",
+    ]
+    assert contents(await two.get_items()) == ["I like dogs"]
+
+
+# --- the session protocol -----------------------------------------------------------------------
+
+
+async def test_add_get_and_clear(any_store: Any, twin: ctxstore.Store) -> None:
+    session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+    assert await session.get_items() == []
+    assert not twin.list_chats(user_id=USER)  # a read creates nothing
+    items: list[Any] = [
+        {"role": "user", "content": "こんにちは"},
+        {"role": "assistant", "content": "😊👍"},
+        {"role": "user", "content": "Robert'); DROP TABLE students;--"},
+    ]
+    await session.add_items(items)
+    await session.add_items([])
+    assert await session.get_items() == items
+    await session.clear_session()
+    assert await session.get_items() == []
+    with pytest.raises(ctxstore.ChatNotFoundError):
+        twin.get_chat("chat-1")
+    await session.clear_session()  # clearing an empty session is fine
+    await session.add_items(items[:1])  # the chat is created anew
+    assert await session.get_items() == items[:1]
+
+
+async def test_limits(any_store: Any) -> None:
+    session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+    await session.add_items(
+        [{"role": "user" if i % 2 == 0 else "assistant", "content": f"m{i}"} for i in range(6)]
+    )
+    assert contents(await session.get_items()) == [f"m{i}" for i in range(6)]
+    assert contents(await session.get_items(limit=2)) == ["m4", "m5"]
+    assert contents(await session.get_items(limit=4)) == ["m2", "m3", "m4", "m5"]
+    assert len(await session.get_items(limit=10)) == 6
+    assert await session.get_items(limit=0) == []
+    assert await session.get_items(limit=-1) == []
+
+
+async def test_limit_counts_items_exactly_even_inside_a_tool_group(any_store: Any) -> None:
+    """The SDK compares the newest items it wrote with get_items(limit=len(...)): the limit
+    returns exactly that many, wherever it falls."""
+    session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+    calls: list[Any] = [
+        {"role": "user", "content": "q"},
+        {"type": "function_call", "call_id": "a", "name": "f", "arguments": "{}"},
+        {"type": "function_call_output", "call_id": "a", "output": "r"},
+    ]
+    await session.add_items(calls)
+    assert await session.get_items(limit=1) == calls[-1:]
+    assert await session.get_items(limit=2) == calls[-2:]
+
+
+async def test_session_settings(any_store: Any) -> None:
+    assert CtxStoreSession("s", user_id=USER, store=any_store).session_settings == SessionSettings()
+    session = CtxStoreSession(
+        "chat-1", user_id=USER, store=any_store, session_settings=SessionSettings(limit=3)
+    )
+    await session.add_items([{"role": "user", "content": f"m{i}"} for i in range(5)])
+    assert contents(await session.get_items()) == ["m2", "m3", "m4"]
+    assert contents(await session.get_items(limit=2)) == ["m3", "m4"]
+    as_dict = CtxStoreSession(
+        "chat-1", user_id=USER, store=any_store, session_settings={"limit": 1}
+    )
+    assert contents(await as_dict.get_items()) == ["m4"]
+    with pytest.raises(ctxstore.ValidationError):
+        CtxStoreSession("chat-1", user_id=USER, store=any_store, session_settings=3)  # type: ignore[arg-type]
+
+
+async def test_run_config_settings_override_the_sessions(any_store: Any) -> None:
+    session = CtxStoreSession(
+        "chat-1", user_id=USER, store=any_store, session_settings=SessionSettings(limit=100)
+    )
+    await session.add_items([{"role": "user", "content": f"turn {i}"} for i in range(10)])
+    model = ScriptedModel([say("Got it")])
+    await Runner.run(
+        weather_agent(model),
+        "New question",
+        session=session,
+        run_config=RunConfig(session_settings=SessionSettings(limit=2)),
+    )
+    assert contents(model.last_input) == ["turn 8", "turn 9", "New question"]
+
+
+async def test_pop_moves_the_head_back_and_keeps_the_item_in_the_graph(
+    any_store: Any, twin: ctxstore.Store
+) -> None:
+    session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+    assert await session.pop_item() is None  # no chat yet
+    items: list[Any] = [
+        {"role": "user", "content": "Hello"},
+        {"role": "assistant", "content": "Hi there!"},
+        {"role": "user", "content": "How are you?"},
+    ]
+    await session.add_items(items)
+    assert await session.pop_item() == items[2]
+    assert await session.get_items() == items[:2]
+    assert twin.get_branch("chat-1").name == "main-v2"  # the active branch
+    assert contents(stored(twin)) == ["Hello", "Hi there!"]
+    assert await session.pop_item() == items[1]
+    assert await session.pop_item() == items[0]
+    assert await session.pop_item() is None  # an empty branch
+    assert await session.get_items() == []
+    # Nothing was deleted: the first branch still holds all three.
+    assert contents([m["message"] for m in twin.load_branch("chat-1", "main").messages]) == [
+        "Hello",
+        "Hi there!",
+        "How are you?",
+    ]
+    assert len(twin.get_graph("chat-1").messages) == 3
+    await session.add_items([{"role": "user", "content": "Again"}])
+    assert contents(await session.get_items()) == ["Again"]
+
+
+async def test_another_users_chat_is_refused(any_store: Any, twin: ctxstore.Store) -> None:
+    await CtxStoreSession("chat-1", user_id=USER, store=any_store).add_items(
+        [{"role": "user", "content": "mine"}]
+    )
+    intruder = CtxStoreSession("chat-1", user_id="mallory", store=any_store)
+    for attempt in (
+        intruder.get_items(),
+        intruder.add_items([{"role": "user", "content": "theirs"}]),
+        intruder.pop_item(),
+        intruder.clear_session(),
+    ):
+        with pytest.raises(ctxstore.PermissionDeniedError):
+            await attempt
+    assert contents(stored(twin)) == ["mine"]
+
+
+async def test_bad_items_and_arguments_are_refused_before_any_write(
+    any_store: Any, twin: ctxstore.Store
+) -> None:
+    session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+    await session.add_items([{"role": "user", "content": "ok"}])
+    with pytest.raises(ctxstore.ValidationError):
+        await session.add_items([{"role": "user", "content": "x"}, {"call_id": "no type"}])  # type: ignore[list-item]
+    with pytest.raises(ctxstore.ValidationError):
+        await session.add_items(["text"])  # type: ignore[list-item]
+    with pytest.raises(ctxstore.ValidationError):
+        await session.get_items(limit="2")  # type: ignore[arg-type]
+    assert contents(stored(twin)) == ["ok"]
+    with pytest.raises(ctxstore.InvalidIdError):
+        CtxStoreSession("a{b}", user_id=USER, store=any_store)
+    with pytest.raises(ctxstore.InvalidIdError):
+        CtxStoreSession("chat-1", user_id="", store=any_store)
+    with pytest.raises(ctxstore.ConfigurationError):
+        CtxStoreSession("chat-1", user_id=USER, store=any_store, url="memory://")
+    with pytest.raises(ctxstore.ConfigurationError):
+        CtxStoreSession("chat-1", user_id=USER, store="redis://x")  # type: ignore[arg-type]
+
+
+async def test_url_opens_a_store_of_its_own() -> None:
+    session = CtxStoreSession("chat-1", user_id=USER, url="memory://agents-url")
+    await session.add_items([{"role": "user", "content": "hi"}])
+    reader = ctxstore.connect("memory://agents-url")
+    assert contents(stored(reader)) == ["hi"]
+    session.close()
+    reader.close()
+
+
+async def test_round_trips(any_store: Any, backend: str) -> None:
+    if backend.startswith("redis+cluster"):
+        pytest.skip("a Cluster pipeline is one send per node it reaches (index touches)")
+    session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+    await session.add_items([{"role": "user", "content": "first"}])  # creates the chat
+    await session.get_items()
+    with trace_wire() as wire:
+        await session.add_items(
+            [{"role": "assistant", "content": "a"}, {"role": "user", "content": "b"}]
+        )
+        await session.get_items()
+        await session.get_items(limit=1)
+    assert wire.round_trips == 3
+
+
+# --- many writers -------------------------------------------------------------------------------
+
+
+async def test_concurrent_sessions_in_threads_lose_nothing(sync_store: ctxstore.Store) -> None:
+    writers, per_writer = 5, 8
+    start = threading.Barrier(writers)
+
+    def write(index: int) -> None:
+        session = CtxStoreSession("chat-1", user_id=USER, store=sync_store)
+        start.wait()
+
+        async def go() -> None:
+            for n in range(per_writer):
+                await session.add_items(
+                    [
+                        {"role": "user", "content": f"w{index}-{n}"},
+                        {"role": "assistant", "content": f"w{index}-{n}!"},
+                    ]
+                )
+
+        asyncio.run(go())  # each thread has its own event loop, as with run_sync
+
+    threads = [threading.Thread(target=write, args=(i,)) for i in range(writers)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    check_every_write_landed(stored(sync_store), writers, per_writer)
+
+
+async def test_concurrent_tasks_on_one_session_lose_nothing(
+    any_store: Any, twin: ctxstore.Store
+) -> None:
+    session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+
+    async def write(index: int) -> None:
+        for n in range(5):
+            await session.add_items(
+                [
+                    {"role": "user", "content": f"w{index}-{n}"},
+                    {"role": "assistant", "content": f"w{index}-{n}!"},
+                ]
+            )
+
+    await asyncio.gather(*(write(i) for i in range(4)))
+    check_every_write_landed(stored(twin), 4, 5)
+
+
+def check_every_write_landed(items: list[dict[str, Any]], writers: int, per_writer: int) -> None:
+    """Every add_items landed once, whole (its two items together), each writer's in order."""
+    texts = contents(items)
+    assert len(texts) == 2 * writers * per_writer
+    assert sorted(texts[0::2]) == sorted(
+        f"w{i}-{n}" for i in range(writers) for n in range(per_writer)
+    )
+    assert texts[1::2] == [text + "!" for text in texts[0::2]]
+    for i in range(writers):
+        mine = [text for text in texts[0::2] if text.startswith(f"w{i}-")]
+        assert mine == [f"w{i}-{n}" for n in range(per_writer)]
+
+
+def _process_writer(index: int, barrier: Any, url: str, namespace: str, per_writer: int) -> int:
+    store = ctxstore.connect(url, namespace=namespace)
+    session = CtxStoreSession("chat-1", user_id=USER, store=store)
+
+    async def go() -> None:
+        await session.get_items()  # warm up: connection, server checks, scripts
+        barrier.wait(timeout=60)
+        for n in range(per_writer):
+            await session.add_items(
+                [
+                    {"role": "user", "content": f"w{index}-{n}"},
+                    {"role": "assistant", "content": f"w{index}-{n}!"},
+                ]
+            )
+
+    asyncio.run(go())
+    store.close()
+    return per_writer
+
+
+@pytest.mark.slow
+def test_concurrent_sessions_in_processes_lose_nothing(server_backend: str, namespace: str) -> None:
+    writers, per_writer = 3, 15
+    run_workers(_process_writer, writers, server_backend, namespace, per_writer)
+    store = ctxstore.connect(server_backend, namespace=namespace)
+    check_every_write_landed(stored(store), writers, per_writer)
+    assert store.verify_chat("chat-1").ok
+    store.close()
+
+
+# --- with the context engine --------------------------------------------------------------------
+
+
+async def test_a_rewind_through_the_engine_shows_in_the_session(
+    any_store: Any, twin: ctxstore.Store
+) -> None:
+    model = ScriptedModel(
+        [call_weather("c1", "Paris")],
+        [say("Sunny in Paris.")],
+        [say("Rome is sunny too.")],
+        [say("Berlin: cloudy.")],
+    )
+    agent = weather_agent(model)
+    session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+    await Runner.run(agent, "Weather in Paris?", session=session)
+
+    engine = ctxstore.ContextEngine(store=twin, chat_id="chat-1", user_id=USER)
+    context = engine.resolve()  # the engine reads the SDK's items as they are
+    assert [m.get("type", m.get("role")) for m in context.messages] == [
+        "user",
+        "function_call",
+        "function_call_output",
+        "message",
+    ]
+    first_answer = engine.head_message_id
+    assert first_answer is not None
+    engine.checkpoint("after-paris")
+
+    await Runner.run(agent, "And Rome?", session=session)
+    assert len(await session.get_items()) == 6
+
+    engine.rewind(first_answer)  # main-v2 at the first answer, active
+    assert contents(await session.get_items()) == [
+        "Weather in Paris?",
+        '{"city": "Paris"}',
+        "sunny in Paris",
+        "Sunny in Paris.",
+    ]
+    await Runner.run(agent, "And Berlin?", session=session)
+    assert contents(model.last_input)[-1] == "And Berlin?"
+    assert "And Rome?" not in contents(model.last_input)
+    assert twin.get_branch("chat-1").name == "main-v2"
+    assert contents(stored(twin))[-2:] == ["And Berlin?", "Berlin: cloudy."]
+
+    engine.restore("after-paris")  # another branch at the checkpoint
+    assert len(await session.get_items()) == 4
+    # The rewound turns are all still in the graph.
+    assert len(twin.get_graph("chat-1").messages) == 8
