@@ -263,3 +263,17 @@ def test_stored_escapes_stay_harmless_in_colour(
         assert "\x1b[2J" not in out
         assert "\x1b[31m" not in out
         assert "�[31mred" in ANSI.sub("", out)
+
+
+def test_an_error_is_red_on_a_terminal_only(
+    memory_url: str, namespace: str, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    args = store_args(memory_url, namespace)
+    assert run(*args, "tree", "nope")[2] == "ctxstore: chat 'nope' does not exist\n"
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    monkeypatch.setenv("TERM", "xterm")
+    err = run(*args, "tree", "nope")[2]
+    assert err == "\x1b[31mctxstore:\x1b[0m chat 'nope' does not exist\n"
+    monkeypatch.setenv("NO_COLOR", "yes")
+    assert run(*args, "tree", "nope")[2] == "ctxstore: chat 'nope' does not exist\n"

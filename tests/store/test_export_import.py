@@ -256,6 +256,17 @@ def _retained_keys(store: Any, chat_id: str) -> list[str]:
     return [keys.key(name) for name in names]
 
 
+def test_an_empty_chat_round_trips(store: Any) -> None:
+    store.upsert_chat("c1", "alice")
+    exported = records(store, "c1")
+    assert [record["type"] for record in exported] == ["chat", "branch"]
+    meta = store.import_chat(exported, chat_id="c2")
+    assert (meta.active_branch, meta.title, meta.metadata) == ("main", None, {})
+    assert records(store, "c2")[1:] == exported[1:]
+    assert store.load_branch("c2").messages == []
+    assert store.verify_chat("c2").ok
+
+
 def test_an_export_of_a_missing_or_foreign_chat_is_refused(store: Any) -> None:
     with pytest.raises(ctxstore.ChatNotFoundError):
         list(store.export_chat("nope"))
