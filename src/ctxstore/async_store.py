@@ -7,18 +7,21 @@ that both stores expose the same names and signatures.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import ResponseError
 
+from ctxstore import transfer
 from ctxstore.connection import pipeline_router
 from ctxstore.core import (
     branches,
     chats,
     checkpoints,
+    exports,
     graph,
+    imports,
     listing,
     opening,
     retention,
@@ -465,6 +468,29 @@ class AsyncStore:
     async def verify_chat(self, chat_id: str, *, repair: bool = False) -> VerifyReport:
         """Check the chat's invariants; with ``repair``, rebuild what its records determine."""
         return await self.run(verify.verify_chat(self._state, chat_id, repair=repair))
+
+    # --- export and import ---------------------------------------------------------------------
+
+    async def export_chat(
+        self, chat_id: str, *, user_id: str | None = None
+    ) -> AsyncIterator[dict[str, Any]]:
+        """The whole chat as records, read lazily in bounded chunks (see Store.export_chat)."""
+        steps = exports.export_chat(self._state, chat_id, user_id=user_id)
+        async for record in transfer.aiterate_export(self.run, steps):
+            yield record
+
+    async def import_chat(
+        self,
+        records: Iterable[Mapping[str, Any]] | AsyncIterable[Mapping[str, Any]],
+        *,
+        chat_id: str | None = None,
+        user_id: str | None = None,
+    ) -> ChatMeta:
+        """Create a chat from the records of an export, an iterable or an async iterable (see
+        Store.import_chat)."""
+        return await transfer.arun_import(
+            self.run, imports.ChatImport(self._state, chat_id=chat_id, user_id=user_id), records
+        )
 
 
 def connect_async(

@@ -1,8 +1,11 @@
 """A chat graph as JSON, Mermaid or Graphviz DOT, for tools, docs and diagrams.
 
-JSON is the complete graph (it loads back with ``ChatGraph.model_validate``); Mermaid and DOT
-are diagrams of the same content: one node per message, an edge from each parent to its child,
-and one node per branch and per checkpoint pointing (dashed) at its message.
+These draw the graph ``get_graph`` returns: one-line previews of the messages, not their
+content. The whole chat, for a backup or a move, is ``store.export_chat`` (JSON Lines,
+:mod:`ctxstore.core.portable`). JSON here is the graph as a model (it loads back with
+``ChatGraph.model_validate``); Mermaid and DOT are diagrams of the same content: one node per
+message, an edge from each parent to its child, and one node per branch and per checkpoint
+pointing (dashed) at its message.
 
 Diagram node ids are generated (``m0``, ``m1``, ... for messages, ``p0``, ... for branches and
 checkpoints) and every label is escaped: ids, roles, previews and names are stored user data,
@@ -39,7 +42,8 @@ class _Edge:
 
 
 def to_json(graph: ChatGraph) -> str:
-    """The whole graph as indented JSON: ``chat``, ``messages``, ``branches``, ``checkpoints``.
+    """The graph as indented JSON: ``chat``, ``messages`` (with their previews), ``branches``,
+    ``checkpoints``.
 
     Keys are sorted and messages keep the graph's order, so one graph always gives the same
     text (diffable, cacheable). The output is ASCII: non-ASCII text is ``\\u``-escaped, so it

@@ -7,18 +7,21 @@ the only code here that is not a one-liner is :meth:`Store._send`, which ships o
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import ResponseError
 
+from ctxstore import transfer
 from ctxstore.connection import DirectLine, pipeline_router
 from ctxstore.core import (
     branches,
     chats,
     checkpoints,
+    exports,
     graph,
+    imports,
     listing,
     opening,
     retention,
@@ -452,6 +455,29 @@ class Store:
     def verify_chat(self, chat_id: str, *, repair: bool = False) -> VerifyReport:
         """Check the chat's invariants; with ``repair``, rebuild what its records determine."""
         return self.run(verify.verify_chat(self._state, chat_id, repair=repair))
+
+    # --- export and import ---------------------------------------------------------------------
+
+    def export_chat(self, chat_id: str, *, user_id: str | None = None) -> Iterator[dict[str, Any]]:
+        """The whole chat as records (see :mod:`ctxstore.core.portable`), read lazily in bounded
+        chunks: the chat, its messages in write order, branches, checkpoints, summaries."""
+        return transfer.iterate_export(
+            self.run, exports.export_chat(self._state, chat_id, user_id=user_id)
+        )
+
+    def import_chat(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        *,
+        chat_id: str | None = None,
+        user_id: str | None = None,
+    ) -> ChatMeta:
+        """Create a chat from the records of an export (under ``chat_id`` / owned by
+        ``user_id`` when given): built aside in bounded chunks, published at once, or not at
+        all; an existing chat id is a ConflictError (see :mod:`ctxstore.core.imports`)."""
+        return transfer.run_import(
+            self.run, imports.ChatImport(self._state, chat_id=chat_id, user_id=user_id), records
+        )
 
 
 def connect(

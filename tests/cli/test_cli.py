@@ -7,14 +7,13 @@ import os
 import re
 import subprocess
 import sys
-import uuid
 from collections.abc import Callable
 
 import pytest
 
 import ctxstore
 from ctxstore import NewMessage
-from ctxstore.cli import DEFAULT_CHAT_LIMIT, main
+from ctxstore.cli import DEFAULT_CHAT_LIMIT, MEMORY_NOTE
 from ctxstore.context.visualize import visualize_graph
 
 START = 1_700_000_000_000  # 2023-11-14T22:13:20Z
@@ -61,24 +60,6 @@ def seed_trip(url: str, namespace: str, *, now: int = START) -> None:
         )
         store.upsert_checkpoint("trip", "start", first.message_ids[0])
         store.upsert_checkpoint("trip", "plan-b", "c" * 12)
-
-
-@pytest.fixture
-def memory_url() -> str:
-    """A named embedded store: what the test writes, the CLI (same process) reads."""
-    return f"memory://{uuid.uuid4().hex}"
-
-
-@pytest.fixture
-def run(capsys: pytest.CaptureFixture[str]) -> Run:
-    """``main(argv)`` with its exit code, stdout and stderr."""
-
-    def invoke(*argv: str) -> tuple[int, str, str]:
-        code = main(list(argv))
-        out, err = capsys.readouterr()
-        return code, out, err
-
-    return invoke
 
 
 def store_args(url: str, namespace: str) -> list[str]:
@@ -312,11 +293,26 @@ def test_without_url_the_store_comes_from_ctxstore_url(
     assert (code, out.splitlines()) == (0, TRIP_TREE)
 
 
-def test_without_url_or_environment_the_store_is_a_fresh_embedded_one(
+def test_without_url_or_environment_the_store_is_a_fresh_embedded_one_and_a_note_says_so(
     run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("CTXSTORE_URL", raising=False)
+    code, out, err = run("chats")
+    assert (code, out) == (0, "no chats\n")
+    assert err == MEMORY_NOTE + "\n"
+    assert "nothing will be found" in err
+    assert "--url redis://" in err
+    assert "CTXSTORE_URL" in err
+
+
+def test_no_note_when_a_store_is_named(
+    memory_url: str, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("CTXSTORE_URL", raising=False)
+    assert run("--url", "memory://", "chats") == (0, "no chats\n", "")
+    monkeypatch.setenv("CTXSTORE_URL", memory_url)
     assert run("chats") == (0, "no chats\n", "")
+    assert run("demo")[2] == ""  # the demo makes its own store
 
 
 def test_namespaces_fence_the_data(memory_url: str, namespace: str, run: Run) -> None:
@@ -360,7 +356,19 @@ def test_help_prints_usage_and_exits_0(run: Run) -> None:
     code, out, err = run("--help")
     assert (code, err) == (0, "")
     assert out.startswith("usage: ctxstore")
-    for command in ("demo", "chats", "tree", "log", "export"):
+    for command in (
+        "demo",
+        "chats",
+        "tree",
+        "log",
+        "branches",
+        "checkpoints",
+        "export",
+        "import",
+        "delete",
+        "verify",
+        "worker",
+    ):
         assert command in out
 
 
@@ -383,7 +391,7 @@ def run_program(*argv: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("argv", "code", "stderr"),
     [
-        (["tree", "nope"], 1, "ctxstore: chat 'nope' does not exist\n"),
+        (["--url", "memory://", "tree", "nope"], 1, "ctxstore: chat 'nope' does not exist\n"),
         (["--url", "foo://x", "chats"], 1, "ctxstore: unsupported store URL scheme 'foo'"),
         (["log"], 2, "ctxstore: the following arguments are required: CHAT"),
     ],

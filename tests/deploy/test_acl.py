@@ -65,6 +65,7 @@ def test_a_tenant_runs_every_operation_in_its_namespace(acl_server: servers.Redi
     assert store.expire_chat("c1", 3600) == 3600
     assert store.expire_chat("c1", None) is None
     assert store.verify_chat("c1", repair=True).ok
+    assert store.import_chat(store.export_chat("c1"), chat_id="c1-copy").id == "c1-copy"
     engine = ctxstore.ContextEngine(store=store, chat_id="c2", user_id="alice")
     with engine.turn("enqueue", lease=5) as turn:
         engine.set(ctxstore.user("a question"))

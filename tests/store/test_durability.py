@@ -268,6 +268,7 @@ WRITES: dict[str, Action] = {
     "delete_checkpoint": lambda s, _c: s.delete_checkpoint("c1", "cp"),
     "verify_chat(repair)": lambda s, _c: s.verify_chat("c1", repair=True),
     "expire_chat": lambda s, _c: s.expire_chat("c1", 3600),
+    "import_chat": lambda s, _c: s.import_chat(list(s.export_chat("c1")), chat_id="c3"),
 }
 
 READS: dict[str, Action] = {
@@ -284,6 +285,7 @@ READS: dict[str, Action] = {
     "list_checkpoints": lambda s, _c: s.list_checkpoints("c1"),
     "get_graph": lambda s, _c: s.get_graph("c1"),
     "verify_chat": lambda s, _c: s.verify_chat("c1"),
+    "export_chat": lambda s, _c: list(s.export_chat("c1")),
 }
 
 #: Public members that send nothing of their own.

@@ -3,11 +3,14 @@ the command on the server and drops its reply, so the client resends it."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import pytest
 
 import ctxstore
+from ctxstore.core import imports
+from ctxstore.core.imports import ChatImport
 from tests.support import servers
 from tests.support.proxy import ReplyDroppingProxy
 
@@ -124,3 +127,85 @@ def test_a_resent_turn_take_keeps_one_fence(
     assert grant.granted
     assert grant.fence == warm.fence + 1  # the resent take was recognized, not granted twice
     assert not store.run(turns.take_turn(store.state, "c1", "other", 60_000)).granted
+
+
+def _import_by_hand(
+    proxied: tuple[ctxstore.Store, ReplyDroppingProxy],
+    records: list[Any],
+    chat_id: str,
+    drop: Callable[[int], bool],
+) -> Any:
+    """Feed ``records`` to an import and run its staging calls (not its finish); ``drop(n)``
+    says whether the n-th staging call's reply is lost (n from 1)."""
+    store, proxy = proxied
+    importer = ChatImport(store.state, chat_id=chat_id)
+    staged = 0
+    for record in records:
+        chunk = importer.feed(record)
+        if chunk is not None:
+            staged += 1
+            if drop(staged):
+                proxy.drop_next_reply()
+            store.run(chunk)
+    return importer
+
+
+def _seed(store: ctxstore.Store) -> list[Any]:
+    store.upsert_chat("c1", "alice")
+    head = None
+    for text in "abcdef":
+        head = store.append(
+            "c1", "main", [{"role": "user", "content": text}], expected_head=head
+        ).head_message_id
+    store.upsert_checkpoint("c1", "cp", head)
+    return list(store.export_chat("c1"))
+
+
+def test_a_resent_import_chunk_is_staged_once(
+    proxied: tuple[ctxstore.Store, ReplyDroppingProxy], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store, proxy = proxied
+    monkeypatch.setattr(imports, "CHUNK_RECORDS", 2)
+    records = _seed(store)
+    store.import_chat(records, chat_id="warm")  # the scripts are loaded
+    importer = _import_by_hand(proxied, records, "c2", drop=lambda n: n == 2)
+    assert proxy.dropped == 1
+    meta = store.run(importer.finish())
+    assert meta.id == "c2"
+    again = list(store.export_chat("c2"))
+    assert again[1:] == records[1:]
+    assert store.verify_chat("c2").ok
+
+
+def test_a_resent_import_publish_answers_like_the_first(
+    proxied: tuple[ctxstore.Store, ReplyDroppingProxy],
+) -> None:
+    store, proxy = proxied
+    records = _seed(store)
+    store.import_chat(records, chat_id="warm")  # the scripts are loaded
+    importer = _import_by_hand(proxied, records, "c2", drop=lambda _n: False)
+    finish = importer.finish()
+    stage = next(finish)  # the last chunk (everything, here)
+    store.run(_one(stage))
+    proxy.drop_next_reply()
+    meta = store.run(_resume(finish))
+    assert proxy.dropped == 1
+    assert meta.id == "c2"
+    assert sorted(chat.id for chat in store.list_chats()) == ["c1", "c2", "warm"]
+    assert list(store.export_chat("c2"))[1:] == records[1:]
+
+
+def _one(call: Any) -> Any:
+    result = yield call
+    return result
+
+
+def _resume(operation: Any) -> Any:
+    """The rest of an operation whose first step ran already."""
+    value: Any = None
+    while True:
+        try:
+            step = operation.send(value)
+        except StopIteration as stop:
+            return stop.value
+        value = yield step

@@ -114,6 +114,9 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     store.expire_chat("c1", 3600)
     store.client.zadd(store.state.keyspace.all_chats_index, {"gone": 1})
     store.list_chats()
+    exported = list(store.export_chat("c1"))
+    store.delete_chat("c1")
+    store.import_chat(exported)
     store.delete_chat("c1")
 
 
@@ -134,6 +137,12 @@ def test_callers_pass_exactly_the_declared_keys(
                 assert key == f"ctx:{namespace}:{{c1}}:{name}", (call.script.name, key)
             elif name == "jobs":
                 assert key.startswith(f"ctx:{namespace}:jobs:{{"), (call.script.name, key)
+            elif name.startswith("staged_"):
+                staged = name.removeprefix("staged_")
+                assert re.fullmatch(rf"ctx:{namespace}:\{{c1\}}:staging:[a-z2-7]+:{staged}", key), (
+                    call.script.name,
+                    key,
+                )
             else:
                 assert name in ("index", "all_chats", "user_chats"), call.script.name
                 assert ":idx:" in key, (call.script.name, key)

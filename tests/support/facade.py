@@ -10,7 +10,7 @@ import asyncio
 import functools
 import inspect
 import threading
-from collections.abc import Coroutine
+from collections.abc import Coroutine, Iterator
 from typing import Any
 
 
@@ -43,6 +43,18 @@ class SyncOverAsync:
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self._store, name)
+        if inspect.isasyncgenfunction(attribute):
+
+            @functools.wraps(attribute)
+            def iterate(*args: Any, **kwargs: Any) -> Iterator[Any]:
+                items = attribute(*args, **kwargs)
+                while True:
+                    try:
+                        yield self._loop.run(items.__anext__())
+                    except StopAsyncIteration:
+                        return
+
+            return iterate
         if inspect.iscoroutinefunction(attribute):
 
             @functools.wraps(attribute)

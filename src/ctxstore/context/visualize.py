@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 
 from ctxstore.core.preview import one_line
 from ctxstore.models import ChatGraph, GraphNode
@@ -73,19 +73,28 @@ def node_label(node: GraphNode) -> str:
     return printable(f"{short_id(node.id)} {role}: {one_line(node.preview, PREVIEW_CHARS)}")
 
 
-def visualize_graph(graph: ChatGraph) -> str:
+#: Colours a part of a tree line: ``paint(kind, text)`` with kind ``"id"``, ``"role"``,
+#: ``"heads"`` or ``"checkpoints"``; the text is already printable.
+Paint = Callable[[str, str], str]
+
+
+def _plain(_kind: str, text: str) -> str:
+    return text
+
+
+def visualize_graph(graph: ChatGraph, paint: Paint = _plain) -> str:
     """The chat as an ASCII tree: one line per message, branch heads and checkpoints marked.
 
     Children come in creation order (then id, for messages written in the same millisecond).
     A message that heads branches shows them in brackets, ``*`` marking the active one
     (``[main*, main-v2]``); one with checkpoints lists them (``(checkpoints: before-edit)``).
     Branches without a message are listed on a last line, so the active branch is always
-    visible.
+    visible. ``paint`` colours ids, roles and those marks (the command line's, on a terminal).
     """
     if graph.messages:
         roots, children = _tree(graph)
-        marks = _marks(graph)
-        blocks = ["\n".join(_walk(root, children, marks)) for root in roots]
+        marks = _marks(graph, paint)
+        blocks = ["\n".join(_walk(root, children, marks, paint)) for root in roots]
         lines = ["\n\n".join(blocks)]
     else:
         lines = [printable(f"chat {graph.chat.id!r} has no messages")]
@@ -117,7 +126,7 @@ def _tree(graph: ChatGraph) -> tuple[list[GraphNode], dict[str, list[GraphNode]]
 
 
 def _walk(
-    root: GraphNode, children: dict[str, list[GraphNode]], marks: dict[str, str]
+    root: GraphNode, children: dict[str, list[GraphNode]], marks: dict[str, str], paint: Paint
 ) -> Iterator[str]:
     """The lines of one root's tree, depth first, with an explicit stack.
 
@@ -127,7 +136,8 @@ def _walk(
     stack: list[tuple[GraphNode, str, str]] = [(root, "", "")]
     while stack:
         node, lead, indent = stack.pop()
-        yield lead + node_label(node) + marks.get(node.id, "")
+        label = node_label(node) if paint is _plain else _painted_label(node, paint)
+        yield lead + label + marks.get(node.id, "")
         kids = children.get(node.id, [])
         if len(kids) == 1:
             stack.append((kids[0], indent, indent))
@@ -137,11 +147,19 @@ def _walk(
             stack.append((kids[position], indent + connector, indent + under))
 
 
+def _painted_label(node: GraphNode, paint: Paint) -> str:
+    """:func:`node_label` with its id and role painted (each part made printable first: the
+    paint's escape codes must survive, the stored text's must not)."""
+    role = printable(one_line(node.role, ROLE_CHARS))
+    text = printable(one_line(node.preview, PREVIEW_CHARS))
+    return f"{paint('id', printable(short_id(node.id)))} {paint('role', role)}: {text}"
+
+
 def _branch_name(name: str, active: bool) -> str:
     return f"{name}*" if active else name
 
 
-def _marks(graph: ChatGraph) -> dict[str, str]:
+def _marks(graph: ChatGraph, paint: Paint = _plain) -> dict[str, str]:
     """Per message id, the text after its label: heads in branch order, then checkpoints."""
     heads: dict[str, list[str]] = defaultdict(list)
     for branch in graph.branches:
@@ -154,10 +172,11 @@ def _marks(graph: ChatGraph) -> dict[str, str]:
     for message_id in heads.keys() | points.keys():
         parts = []
         if message_id in heads:
-            parts.append(f"[{', '.join(heads[message_id])}]")
+            parts.append(paint("heads", printable(f"[{', '.join(heads[message_id])}]")))
         if message_id in points:
-            parts.append(f"(checkpoints: {', '.join(points[message_id])})")
-        marks[message_id] = printable(" " + " ".join(parts))
+            text = printable(f"(checkpoints: {', '.join(points[message_id])})")
+            parts.append(paint("checkpoints", text))
+        marks[message_id] = " " + " ".join(parts)
     return marks
 
 

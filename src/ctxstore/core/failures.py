@@ -159,4 +159,18 @@ def _conflict(details: dict[str, Any], ctx: dict[str, Any], where: str) -> error
         return errors.BranchExistsError(
             f"branch {name!r} already exists{where}", **ctx, branch=name
         )
+    if reason == "chat_exists":
+        return errors.ConflictError(
+            f"chat {ctx.get('chat_id')!r} exists already: import under another id, or delete "
+            "it first; nothing was imported",
+            **ctx,
+            reason=reason,
+        )
+    if reason == "import_lost":
+        return errors.ConflictError(
+            f"the import{where} lost what it had staged (it expired, or a chunk went missing); "
+            "nothing was imported",
+            **ctx,
+            reason=reason,
+        )
     return errors.ConflictError(f"conflict{where}: {details}", **ctx)

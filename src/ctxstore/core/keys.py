@@ -14,6 +14,8 @@
     <base>:{<chat>}:req_old     HASH  the same, the minute before
     <base>:{<chat>}:tok         STRING 6 bytes per log position: flags (tool result) and the
                                       tokens of the chain from its root through that message
+    <base>:{<chat>}:staging:<token>:<name>  an import's copy of key <name> while it is built
+                                      (expires on its own; renamed into place when published)
     <base>:idx:chats            ZSET  chat id -> updated_at (every chat of the namespace)
     <base>:idx:user:{<user>}    ZSET  chat id -> updated_at (the chats of one user)
     <base>:jobs:{<base>:N}      STREAM compaction jobs of the chats of shard N (N < JOB_SHARDS)
@@ -69,6 +71,14 @@ class ChatKeys:
         if name not in CHAT_KEY_NAMES:
             raise KeyError(f"chats have no key named {name!r}")
         return f"{self.base}:{{{self.chat_id}}}:{name}"
+
+    def staging(self, token: str, name: str) -> str:
+        """Where an import builds the chat's key ``name`` before publishing it: beside the
+        chat's keys (same hash tag, so one script renames it into place), under a name no read
+        looks at, and expiring on its own (see :mod:`ctxstore.core.imports`)."""
+        if name not in CHAT_KEY_NAMES:
+            raise KeyError(f"chats have no key named {name!r}")
+        return f"{self.base}:{{{self.chat_id}}}:staging:{token}:{name}"
 
     def select(self, names: tuple[str, ...]) -> tuple[str, ...]:
         """The keys ``names`` name, in order (remembered: every call of a script asks again)."""
