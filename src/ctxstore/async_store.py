@@ -7,7 +7,7 @@ that both stores expose the same names and signatures.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -15,6 +15,7 @@ from redis.exceptions import ResponseError
 
 from ctxstore.connection import pipeline_router
 from ctxstore.core import (
+    answer_stream,
     branches,
     chats,
     checkpoints,
@@ -26,6 +27,7 @@ from ctxstore.core import (
     verify,
 )
 from ctxstore.core import messages as messages_ops
+from ctxstore.core.answer_stream import StreamPiece
 from ctxstore.core.durability import DEFAULT_DURABILITY_TIMEOUT, DurabilityMode
 from ctxstore.core.failures import TRANSPORT_ERRORS
 from ctxstore.core.jobs import CompactionTrigger
@@ -36,6 +38,7 @@ from ctxstore.core.state import Limits, StoreState
 from ctxstore.core.summaries import WrittenSummary
 from ctxstore.core.verify import VerifyReport
 from ctxstore.factory import store_parts
+from ctxstore.plans import aiterate_plan
 from ctxstore.results import (
     AppendResult,
     BranchChain,
@@ -435,6 +438,39 @@ class AsyncStore:
     async def verify_chat(self, chat_id: str, *, repair: bool = False) -> VerifyReport:
         """Check the chat's invariants; with ``repair``, rebuild what its records determine."""
         return await self.run(verify.verify_chat(self._state, chat_id, repair=repair))
+
+    # --- answer streams ------------------------------------------------------------------------
+
+    def read_stream(
+        self,
+        chat_id: str,
+        stream_id: str,
+        *,
+        after: str | None = None,
+        user_id: str | None = None,
+    ) -> AsyncIterator[StreamPiece]:
+        """The pieces of a streamed answer (``engine.stream_turn``) after the piece id ``after``,
+        in order, blocking while its writer is still producing, until the answer ends; a
+        failed one raises StreamFailedError after the pieces written before it."""
+        return aiterate_plan(
+            self.run,
+            answer_stream.read_stream(
+                self._state,
+                chat_id,
+                stream_id,
+                after=after,
+                user_id=user_id,
+                wait_ms=answer_stream.wait_ms_for(self._client),
+            ),
+        )
+
+    async def active_stream(
+        self, chat_id: str, branch: str | None = None, *, user_id: str | None = None
+    ) -> str | None:
+        """The stream id of the answer being streamed on ``branch`` (default: the active one)."""
+        return await self.run(
+            answer_stream.active_stream(self._state, chat_id, branch, user_id=user_id)
+        )
 
 
 def connect_async(
