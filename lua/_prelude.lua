@@ -1066,6 +1066,20 @@ local function stream_records(key)
   return records
 end
 
+-- The keys of the answer streams expire with the last deadline of the records `records`
+-- (after `now`), or now when there is none.
+local function expire_with_records(keys, records, now)
+  local last = now
+  for _, r in ipairs(records) do
+    if r.deadline > last then
+      last = r.deadline
+    end
+  end
+  for _, key in ipairs(keys) do
+    redis.call('PEXPIRE', key, math.max(last - now, 1))
+  end
+end
+
 -- Keys that expire on their own live at least `ms` more milliseconds (never less than they had).
 local function keep_at_least(keys, ms)
   for _, key in ipairs(keys) do

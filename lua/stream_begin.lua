@@ -51,8 +51,10 @@ return run(function()
   end
   local first = redis.call('XADD', KEYS[2], '*', 't', ARGV[4])
   local sid = first .. '.' .. ARGV[4]
-  redis.call('HSET', KEYS[3], sid, format_stream_record({inc = inc, branch = ARGV[3],
-    state = 'live', deadline = now + ttl, writes = 0, detail = ''}))
-  keep_at_least({KEYS[2], KEYS[3]}, ttl)
+  local record = {inc = inc, branch = ARGV[3], state = 'live', deadline = now + ttl, writes = 0,
+                  detail = ''}
+  redis.call('HSET', KEYS[3], sid, format_stream_record(record))
+  left[#left + 1] = record
+  expire_with_records({KEYS[2], KEYS[3]}, left, now)
   return sid
 end)

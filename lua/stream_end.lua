@@ -13,7 +13,9 @@
 -- Reply: 1 when the stream is closed with this outcome (a resent call too), 0 when it was closed
 --        already otherwise, or is gone (an answer is "done" only while its stream is live)
 -- Errors: NOT_FOUND, FORBIDDEN, REPLACED, INVALID (an outcome other than done or failed),
---         CORRUPT.
+--         CORRUPT (a record ctxstore did not write: nothing is written).
+-- The keys then expire with the last deadline of the chat's streams: a closed stream's keys do
+-- not outlive it for its writer's sake.
 
 return run(function()
   local _, inc = open_chat(KEYS[1], ARGV[1], ARGV[2], {})
@@ -21,8 +23,13 @@ return run(function()
   if outcome ~= 'done' and outcome ~= 'failed' then
     fail('INVALID', {reason = 'a stream ends done or failed', outcome = outcome})
   end
-  local raw = redis.call('HGET', KEYS[3], ARGV[3])
-  local r = raw and parse_stream_record(KEYS[3], ARGV[3], raw)
+  local records = stream_records(KEYS[3])
+  local r
+  for _, record in ipairs(records) do
+    if record.sid == ARGV[3] then
+      r = record
+    end
+  end
   if not r or r.inc ~= inc then
     return 0
   end
@@ -42,6 +49,6 @@ return run(function()
   redis.call('XADD', KEYS[2], '*', 's', ARGV[3], field, ARGV[5])
   r.state, r.deadline, r.detail = outcome, now + tonumber(ARGV[7]), ARGV[5]
   redis.call('HSET', KEYS[3], ARGV[3], format_stream_record(r))
-  keep_at_least({KEYS[2], KEYS[3]}, tonumber(ARGV[7]))
+  expire_with_records({KEYS[2], KEYS[3]}, records, now)
   return 1
 end)

@@ -294,6 +294,7 @@ def _read_a_missing_stream(store: Any) -> None:
     with pytest.raises(ctxstore.StreamNotFoundError):
         read_pieces(store, "c1", "1-0.abcdef")
 
+
 #: Public members that send nothing of their own.
 NO_IO = {"client", "state", "run", "clear_cache", "close"}
 
