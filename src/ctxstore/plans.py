@@ -11,6 +11,9 @@ a busy chat. Such work is a *plan*, a generator that yields steps:
 :func:`run_plan` drives a plan with a sync store, :func:`arun_plan` with an async one (awaiting
 ``asyncio.sleep`` for a pause, so the event loop keeps serving other tasks). An error raised by a
 step is thrown into the plan, so its ``finally`` blocks (giving a lease back) run.
+
+A plan that hands values out as it goes (an answer stream's reader) also yields :class:`Emit`;
+:func:`iterate_plan` and :func:`aiterate_plan` drive it as a generator / an async generator.
 """
 
 from __future__ import annotations

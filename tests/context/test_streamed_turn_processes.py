@@ -53,7 +53,7 @@ def test_a_reader_in_another_process_resumes_midway_and_gets_every_piece_once_in
     store = ctxstore.connect(server_backend, namespace=namespace)
     engine = ctxstore.ContextEngine(store=store, chat_id="c1", user_id="alice")
     streams = ModelStreams().install(monkeypatch)
-    streams.delay = 0.025  # past the flush interval: each chunk is a write of its own
+    streams.delay = 0.025  # the answer takes about a second, written in many pieces
     engine.set(ctxstore.user("Plan a weekend in Lisbon."))
     turn = engine.stream_turn("gpt-4o-mini", mock_response=ANSWER, title=False)
     process = reader(shell, server_backend, namespace, turn.stream_id)

@@ -63,7 +63,7 @@ if TYPE_CHECKING:
 log = logging.getLogger("ctxstore")
 
 #: A write of text at most this long after the previous one (seconds)...
-FLUSH_SECONDS: Final = 0.02
+FLUSH_SECONDS: Final = 0.05
 #: ... or once this many chunks with text are waiting...
 FLUSH_CHUNKS: Final = 64
 #: ... or this many characters.
