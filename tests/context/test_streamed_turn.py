@@ -198,6 +198,22 @@ def test_a_model_error_midway_saves_nothing_and_readers_see_the_failure(
     assert store.get_chat("c1").metadata.get("usage") is None
 
 
+def test_a_model_call_that_fails_at_once_fails_the_stream_it_began(
+    make_engine: Any, backend: str, streams: ModelStreams
+) -> None:
+    engine = make_engine()
+    with pytest.raises(Exception, match="the model is down"):
+        start(engine, mock_response=Exception("the model is down"))
+    assert engine.active_stream() is None
+    assert [item.data for item in engine.pending] == [{"role": "user", "content": QUESTION}]
+    assert saved_messages(make_engine.store) == []
+    _stream_key, state_key = stream_keys(make_engine.store)
+    records = list(raw_client(backend).hgetall(state_key).values())
+    assert len(records) == 1
+    assert b"\tfailed\t" in records[0]
+    assert b"the model is down" in records[0]
+
+
 def test_a_caller_that_stops_reading_saves_nothing(make_engine: Any, streams: ModelStreams) -> None:
     engine = make_engine()
     turn = start(engine)
@@ -248,33 +264,52 @@ def test_a_dropped_turn_expires_with_its_writers_deadline(
     make_engine: Any, backend: str, streams: ModelStreams
 ) -> None:
     engine = make_engine()
-    turn = start(engine, writer_ttl=0.3)
+    turn = start(engine, writer_ttl=0.3, title=False)  # never read: as if its worker died
     store = make_engine.store
-    client = raw_client(backend)
-    stream_key, state_key = stream_keys(store)
-    assert 0 < client.pttl(state_key) <= 300
-    time.sleep(0.45)
-    assert client.exists(stream_key, state_key) == 0
+    keys = stream_keys(store)
+    assert_expire_within(raw_client(backend), keys, 300)
     with pytest.raises(StreamNotFoundError):
         read_pieces(store, "c1", turn.stream_id)
 
 
-def test_a_finished_stream_expires_stream_ttl_after_its_end(
+def test_a_finished_stream_is_refused_at_its_deadline_exactly(
     make_engine: Any, backend: str, streams: ModelStreams, clock: Clock
 ) -> None:
     engine = make_engine()
-    turn = start(engine, stream_ttl=0.3)
+    turn = start(engine, stream_ttl=60)
     consume(turn, engine)
     store = make_engine.store
+    clock.now += 59_000
     assert read_pieces(store, "c1", turn.stream_id)
-    client = raw_client(backend)
-    stream_key, state_key = stream_keys(store)
-    assert all(0 < client.pttl(key) <= 300 for key in (stream_key, state_key))
-    clock.now += 301  # readers refuse it at its deadline, exactly
+    clock.now += 1_001
     with pytest.raises(StreamNotFoundError):
         read_pieces(store, "c1", turn.stream_id)
-    time.sleep(0.45)  # and its keys are gone with it
-    assert client.exists(stream_key, state_key) == 0
+    client = raw_client(backend)
+    assert all(client.pttl(key) > 0 for key in stream_keys(store))  # refused before its keys go
+
+
+def test_a_finished_streams_keys_expire_stream_ttl_after_its_end(
+    make_engine: Any, backend: str, streams: ModelStreams
+) -> None:
+    """The keys drop the writer's longer deadline (120 s) at the end: they expire with the
+    finished stream."""
+    engine = make_engine()
+    turn = start(engine, stream_ttl=0.3, title=False)
+    consume(turn, engine)
+    assert_expire_within(raw_client(backend), stream_keys(make_engine.store), 300)
+    with pytest.raises(StreamNotFoundError):
+        read_pieces(make_engine.store, "c1", turn.stream_id)
+
+
+def assert_expire_within(client: Any, keys: tuple[str, ...], milliseconds: int) -> None:
+    """Each key expires within ``milliseconds`` (or is gone already), and they all go."""
+    for key in keys:
+        left = client.pttl(key)
+        assert left == -2 or 0 < left <= milliseconds, (key, left)
+    deadline = time.monotonic() + 5
+    while client.exists(*keys) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert client.exists(*keys) == 0
 
 
 # --- streams and the chat ------------------------------------------------------------------------
