@@ -644,3 +644,19 @@ def test_a_turn_interrupted_midway_stops_its_stream_and_saves_nothing(
     assert saved_messages(store) == []
     assert "LeaseLostError" in failure_of(store, turn.stream_id).reason
     store.close()
+
+
+def test_a_chat_deleted_while_its_answer_streams_ends_the_turn_and_leaves_nothing(
+    backend: str, namespace: str, streams: ModelStreams, snap: Any
+) -> None:
+    store = ctxstore.connect(backend, namespace=namespace)
+    engine = ctxstore.ContextEngine(store=store, chat_id="c1", user_id="alice")
+    streams.delay = 0.06  # past the flush interval: the chunk after the deletion writes
+    streams.on_chunk = lambda index: store.delete_chat("c1") if index == 2 else None
+    engine.set(user(QUESTION))
+    turn = engine.stream_turn(MODEL, mock_response=ANSWER, title=False)
+    with pytest.raises(ctxstore.ChatReplacedError):
+        consume(turn, engine)
+    assert turn.state == "failed"
+    assert snap() == {}
+    store.close()

@@ -69,8 +69,8 @@ FLUSH_CHUNKS: Final = 64
 #: ... or this many characters.
 FLUSH_CHARS: Final = 16_384
 
-#: Keyword arguments the turn sends itself.
-_OWN_ARGUMENTS = ("model", "messages", "stream")
+#: Keyword arguments of the model call the turn sends itself.
+_OWN_ARGUMENTS = ("messages", "stream")
 
 
 # --- steps ---------------------------------------------------------------------------------------
@@ -207,7 +207,7 @@ class StreamedTurnPlan:
     ) -> None:
         if not isinstance(model, str) or not model:
             raise ValidationError(f"model must be a model name, got {model!r}")
-        for name in _OWN_ARGUMENTS[1:]:
+        for name in _OWN_ARGUMENTS:
             if name in arguments:
                 raise ValidationError(f"stream_turn() sends {name}= itself; do not pass it")
         stream_options = arguments.get("stream_options")
