@@ -16,6 +16,7 @@ from redis.exceptions import ResponseError
 from ctxstore import transfer
 from ctxstore.connection import pipeline_router
 from ctxstore.core import (
+    answer_stream,
     branches,
     chats,
     checkpoints,
@@ -29,6 +30,7 @@ from ctxstore.core import (
     verify,
 )
 from ctxstore.core import messages as messages_ops
+from ctxstore.core.answer_stream import StreamPiece
 from ctxstore.core.durability import DEFAULT_DURABILITY_TIMEOUT, DurabilityMode
 from ctxstore.core.failures import TRANSPORT_ERRORS
 from ctxstore.core.jobs import CompactionTrigger
@@ -39,6 +41,7 @@ from ctxstore.core.state import Limits, StoreState
 from ctxstore.core.summaries import WrittenSummary
 from ctxstore.core.verify import VerifyReport
 from ctxstore.factory import store_parts
+from ctxstore.plans import aiterate_plan
 from ctxstore.results import (
     AppendResult,
     BranchChain,
@@ -490,6 +493,39 @@ class AsyncStore:
         Store.import_chat)."""
         return await transfer.arun_import(
             self.run, imports.ChatImport(self._state, chat_id=chat_id, user_id=user_id), records
+        )
+
+    # --- answer streams ------------------------------------------------------------------------
+
+    def read_stream(
+        self,
+        chat_id: str,
+        stream_id: str,
+        *,
+        after: str | None = None,
+        user_id: str | None = None,
+    ) -> AsyncIterator[StreamPiece]:
+        """The pieces of a streamed answer (``engine.stream_turn``) after the piece id ``after``,
+        in order, blocking while its writer is still producing, until the answer ends; a
+        failed one raises StreamFailedError after the pieces written before it."""
+        return aiterate_plan(
+            self.run,
+            answer_stream.read_stream(
+                self._state,
+                chat_id,
+                stream_id,
+                after=after,
+                user_id=user_id,
+                wait_ms=answer_stream.wait_ms_for(self._client),
+            ),
+        )
+
+    async def active_stream(
+        self, chat_id: str, branch: str | None = None, *, user_id: str | None = None
+    ) -> str | None:
+        """The stream id of the answer being streamed on ``branch`` (default: the active one)."""
+        return await self.run(
+            answer_stream.active_stream(self._state, chat_id, branch, user_id=user_id)
         )
 
 

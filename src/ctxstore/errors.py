@@ -74,6 +74,11 @@ class CheckpointNotFoundError(NotFoundError):
     """The chat has no checkpoint of this name."""
 
 
+class StreamNotFoundError(NotFoundError):
+    """The chat has no answer stream of this id: it never had one, or the stream expired (a
+    finished stream is kept for a while after its end, see ``engine.stream_turn``)."""
+
+
 class ConflictError(CtxStoreError):
     """The write does not fit the current state; nothing was written."""
 
@@ -131,6 +136,16 @@ class LeaseLostError(ConflictError):
     """A write of a turn whose lease another turn has taken since (its fencing token is stale):
     nothing was written. The engine keeps its pending messages; a later ``save()`` outside the
     turn stores them on a side branch, never on the line the new turn writes."""
+
+
+class StreamFailedError(CtxStoreError):
+    """An answer stream ended without its answer: the model call or the consumer failed, the
+    consumer stopped reading, or its writer stopped writing (a crashed worker) and its deadline
+    passed. ``reason`` says which; nothing of that answer was saved."""
+
+    def __init__(self, message: str, *, reason: str, **details: Any) -> None:
+        super().__init__(message, reason=reason, **details)
+        self.reason = reason
 
 
 class PermissionDeniedError(CtxStoreError):
@@ -201,6 +216,8 @@ __all__ = [
     "NotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
+    "StreamFailedError",
+    "StreamNotFoundError",
     "UnserializablePayloadError",
     "ValidationError",
 ]

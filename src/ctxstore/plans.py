@@ -11,6 +11,9 @@ a busy chat. Such work is a *plan*, a generator that yields steps:
 :func:`run_plan` drives a plan with a sync store, :func:`arun_plan` with an async one (awaiting
 ``asyncio.sleep`` for a pause, so the event loop keeps serving other tasks). An error raised by a
 step is thrown into the plan, so its ``finally`` blocks (giving a lease back) run.
+
+A plan that hands values out as it goes (an answer stream's reader) also yields :class:`Emit`;
+:func:`iterate_plan` and :func:`aiterate_plan` drive it as a generator / an async generator.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import time
-from collections.abc import Awaitable, Callable, Generator
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -134,3 +137,59 @@ async def _astep(
     # loop keeps serving other jobs and signals meanwhile.
     value = await asyncio.to_thread(summarize, step.messages)
     return await value if inspect.isawaitable(value) else value
+
+
+@dataclass(frozen=True)
+class Emit:
+    """A value for whoever iterates the plan (:func:`iterate_plan`); the driver sends back
+    None once the caller asks for the next one."""
+
+    value: Any
+
+
+def iterate_plan(
+    run: Callable[[Operation[Any]], Any], steps: Generator[Step | Emit, Any, None]
+) -> Iterator[Any]:
+    """Drive a plan that hands out values (:class:`Emit`) as a sync generator: each emitted
+    value is yielded to the caller, every other step runs as in :func:`run_plan`. Closing the
+    generator closes the plan."""
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            done, step = _resume(steps, value, error)  # type: ignore[arg-type]
+            if done:
+                return
+            if isinstance(step, Emit):
+                value, error = None, None
+                yield step.value
+                continue
+            try:
+                value, error = _step(run, step, _no_summarizer), None
+            except Exception as caught:
+                value, error = None, caught
+    finally:
+        steps.close()
+
+
+async def aiterate_plan(
+    run: Callable[[Operation[Any]], Awaitable[Any]], steps: Generator[Step | Emit, Any, None]
+) -> AsyncIterator[Any]:
+    """The same as an async generator, with an async store's ``run``."""
+    value: Any = None
+    error: BaseException | None = None
+    try:
+        while True:
+            done, step = _resume(steps, value, error)  # type: ignore[arg-type]
+            if done:
+                return
+            if isinstance(step, Emit):
+                value, error = None, None
+                yield step.value
+                continue
+            try:
+                value, error = await _astep(run, step, _no_summarizer), None
+            except Exception as caught:
+                value, error = None, caught
+    finally:
+        steps.close()

@@ -18,6 +18,8 @@ IO_METHODS = {
     "track_usage",
     "token_count",
     "inspect",
+    "stream_turn",
+    "active_stream",
 }
 
 

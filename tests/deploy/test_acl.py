@@ -5,6 +5,7 @@ FLUSHALL / KEYS / SCAN / CONFIG. An ACL refusal is a PermissionDeniedError."""
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import redis
 
 import ctxstore
 from tests.support import servers
+from tests.support.streams import ModelStreams, consume, read_pieces
 
 ACL_FILE = Path(__file__).resolve().parents[2] / "deploy" / "acl.conf"
 
@@ -73,6 +75,28 @@ def test_a_tenant_runs_every_operation_in_its_namespace(acl_server: servers.Redi
         turn.extend()
     assert engine.resolve().messages
     assert store.delete_chat("c1")
+    store.close()
+
+
+def test_a_tenant_streams_an_answer_and_reads_it_back(
+    acl_server: servers.RedisProcess, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A streamed turn (its stream's start trims, writes, ends) and a reader following it live
+    in another thread (the read script, the blocking XREAD, active_stream), as the tenant."""
+    store = ctxstore.connect(tenant_url(acl_server, "acme"), namespace="acme", estimate_tokens=len)
+    ModelStreams().install(monkeypatch).delay = 0.01
+    engine = ctxstore.ContextEngine(store=store, chat_id="streamed", user_id="alice")
+    engine.set(ctxstore.user("Plan a day in Porto."))
+    turn = engine.stream_turn("gpt-4o-mini", mock_response="Ribeira, then the Livraria Lello.")
+    assert engine.active_stream() == turn.stream_id
+    with ThreadPoolExecutor(1) as pool:
+        following = pool.submit(read_pieces, store, "streamed", turn.stream_id)
+        text = consume(turn, engine)
+        pieces = following.result(timeout=30)
+    assert "".join(piece.text for piece in pieces) == text == "Ribeira, then the Livraria Lello."
+    assert len(pieces) > 1
+    assert engine.active_stream() is None
+    assert store.delete_chat("streamed")
     store.close()
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import inspect
 import subprocess
 import sys
@@ -18,6 +19,10 @@ NO_IO = {"clear_cache"}
 #: Methods whose records come as an iterator (sync) and an async iterator (async): the same
 #: parameters, annotated each for its own kind of iteration.
 STREAMING = {"export_chat", "import_chat"}
+
+#: Plain methods returning an iterator of what they read: a generator on the sync store, an async
+#: generator on the async one (the return annotations differ accordingly).
+ITERATORS = {"read_stream": ("Iterator[StreamPiece]", "AsyncIterator[StreamPiece]")}
 
 
 def public(cls: type) -> dict[str, object]:
@@ -42,8 +47,27 @@ def test_sync_and_async_stores_have_the_same_names_and_signatures() -> None:
         if name in STREAMING:
             assert _unannotated(sync_member) == _unannotated(async_member), name
             continue
-        assert inspect.signature(sync_member) == inspect.signature(async_member), name
-        assert inspect.iscoroutinefunction(async_member) == (name not in NO_IO), name
+        sync_sig, async_sig = inspect.signature(sync_member), inspect.signature(async_member)
+        if name in ITERATORS:
+            assert (sync_sig.return_annotation, async_sig.return_annotation) == ITERATORS[name]
+            sync_sig = sync_sig.replace(return_annotation=inspect.Signature.empty)
+            async_sig = async_sig.replace(return_annotation=inspect.Signature.empty)
+        assert sync_sig == async_sig, name
+        expect_coroutine = name not in NO_IO and name not in ITERATORS
+        assert inspect.iscoroutinefunction(async_member) == expect_coroutine, name
+
+
+def test_read_stream_is_a_generator_on_the_sync_store_and_an_async_one_on_the_other() -> None:
+    sync_store, async_store = ctxstore.connect("memory://"), ctxstore.connect_async("memory://")
+    stream_id = "1-0.abcdef"
+    reading, areading = (
+        sync_store.read_stream("c", stream_id),
+        async_store.read_stream("c", stream_id),
+    )
+    assert inspect.isgenerator(reading)
+    assert inspect.isasyncgen(areading)
+    reading.close()
+    asyncio.run(areading.aclose())
 
 
 def _unannotated(member: object) -> list[tuple[str, object, object]]:

@@ -26,6 +26,7 @@ from tests.support import servers
 from tests.support.counting import user
 from tests.support.facade import LoopThread, SyncOverAsync
 from tests.support.proxy import PartitionableLink
+from tests.support.streams import read_pieces
 from tests.support.wire import trace_wire
 
 SHORT = 0.3  # seconds a write waits in these tests
@@ -286,7 +287,15 @@ READS: dict[str, Action] = {
     "get_graph": lambda s, _c: s.get_graph("c1"),
     "verify_chat": lambda s, _c: s.verify_chat("c1"),
     "export_chat": lambda s, _c: list(s.export_chat("c1")),
+    "active_stream": lambda s, _c: s.active_stream("c1"),
+    "read_stream": lambda s, _c: _read_a_missing_stream(s),
 }
+
+
+def _read_a_missing_stream(store: Any) -> None:
+    with pytest.raises(ctxstore.StreamNotFoundError):
+        read_pieces(store, "c1", "1-0.abcdef")
+
 
 #: Public members that send nothing of their own.
 NO_IO = {"client", "state", "run", "clear_cache", "close"}

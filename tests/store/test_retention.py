@@ -16,8 +16,11 @@ from ctxstore.core.keys import CHAT_KEY_NAMES
 from tests.conftest import backend_url
 from tests.support.facade import SyncOverAsync
 
-#: The keys a chat's retention covers (req and req_old expire on their own, sooner).
-RETAINED = tuple(name for name in CHAT_KEY_NAMES if name not in ("req", "req_old"))
+#: The keys a chat's retention covers (req and req_old expire on their own, sooner; so do the
+#: answer streams, see tests/context/test_streamed_turn.py).
+RETAINED = tuple(
+    name for name in CHAT_KEY_NAMES if name not in ("req", "req_old", "stream", "stream_state")
+)
 
 
 def command(store: Any, name: str, *args: Any) -> Any:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.core import leases, protocol, turns
+from ctxstore.core import answer_stream, leases, protocol, turns
 from ctxstore.core.keys import CHAT_KEY_NAMES
 from ctxstore.core.scripts import PRELUDE, entry_script_names, load_script, script_dir
 
@@ -112,6 +112,15 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     store.run(turns.take_turn(store.state, "c1", token, 1000))
     store.run(turns.give_turn(store.state, "c1", token))
     store.expire_chat("c1", 3600)
+    stream_id = store.run(answer_stream.begin_stream(store.state, "c1", "main", writer_ttl_ms=1000))
+    store.run(answer_stream.write_stream(store.state, "c1", stream_id, 1, "a", writer_ttl_ms=1000))
+    store.active_stream("c1")
+    store.run(
+        answer_stream.end_stream(
+            store.state, "c1", stream_id, done=True, detail="x", keep_ms=60_000
+        )
+    )
+    list(store.read_stream("c1", stream_id))
     store.client.zadd(store.state.keyspace.all_chats_index, {"gone": 1})
     store.list_chats()
     exported = list(store.export_chat("c1"))

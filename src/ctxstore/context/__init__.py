@@ -39,12 +39,14 @@ from ctxstore.context.serialization import (
     register_fragment_type,
     to_fragment,
 )
+from ctxstore.context.streamed_turn import AsyncStreamedTurn, StreamedTurn
 from ctxstore.context.titles import agenerate_chat_title, generate_chat_title, static_chat_title
 from ctxstore.context.turn import AsyncTurn, Turn
 from ctxstore.context.user_context import alias, correction, identity, persona, preference
 
 __all__ = [
     "AsyncContextEngine",
+    "AsyncStreamedTurn",
     "AsyncTurn",
     "ContextEngine",
     "Fragment",
@@ -52,6 +54,7 @@ __all__ = [
     "Renderer",
     "ResolveResult",
     "SavedHead",
+    "StreamedTurn",
     "TomlRenderer",
     "ToonRenderer",
     "Turn",

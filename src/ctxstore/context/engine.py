@@ -25,7 +25,14 @@ from ctxstore.async_store import AsyncStore
 from ctxstore.context.engine_core import EngineCore, ResolveResult, SavedHead
 from ctxstore.context.fragment import Fragment, drive_async, drive_sync
 from ctxstore.context.renderers import Renderer
+from ctxstore.context.streamed_turn import (
+    AsyncStreamedTurn,
+    StreamedTurn,
+    StreamedTurnPlan,
+    StreamOptions,
+)
 from ctxstore.context.turn import AsyncTurn, Turn
+from ctxstore.core.answer_stream import DEFAULT_STREAM_TTL, DEFAULT_WRITER_TTL
 from ctxstore.core.turns import TurnStrategy
 from ctxstore.errors import ConfigurationError
 from ctxstore.manager import ContextManager
@@ -204,6 +211,38 @@ class ContextEngine(_EngineBase[Store]):
         """Add an LLM call's token usage to ``chat.metadata["usage"]``; returns the totals."""
         return self._store.run(self._core.track_usage_op(usage))
 
+    def stream_turn(
+        self,
+        model: str,
+        *,
+        renderer: Renderer | None = None,
+        title: bool = True,
+        title_model: str | None = None,
+        title_options: Mapping[str, Any] | None = None,
+        stream_ttl: float | timedelta = DEFAULT_STREAM_TTL,
+        writer_ttl: float | timedelta = DEFAULT_WRITER_TTL,
+        **litellm_kwargs: Any,
+    ) -> StreamedTurn:
+        """Resolve, start the answer's stream, call ``litellm.completion(stream=True)``; iterate
+        the result for the chunks. At the end the pending messages and the answer are saved in
+        one append, the usage tracked, and on the chat's first turn a title set (``title_model``,
+        default ``model``; ``title_options`` go to that call). The text is mirrored into Redis
+        for ``store.read_stream`` until ``stream_ttl`` after the end; a stream whose writer wrote
+        nothing for ``writer_ttl`` counts as stopped. An error or a stop saves nothing."""
+        options = StreamOptions.of(
+            stream_ttl=stream_ttl,
+            writer_ttl=writer_ttl,
+            title=title,
+            title_model=title_model,
+            title_options=title_options,
+        )
+        plan = StreamedTurnPlan(self._core, model, options, litellm_kwargs)
+        return StreamedTurn.start(self._store, plan, self.resolve(renderer))
+
+    def active_stream(self) -> str | None:
+        """The stream id of an answer being streamed on this engine's branch, or None."""
+        return self._store.run(self._core.active_stream_op())
+
 
 class AsyncContextEngine(_EngineBase[AsyncStore]):
     """The context of one chat for one user, on an :class:`~ctxstore.AsyncStore`."""
@@ -297,3 +336,36 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
     async def track_usage(self, usage: Mapping[str, Any] | object) -> dict[str, int]:
         """Add an LLM call's token usage to ``chat.metadata["usage"]``; returns the totals."""
         return await self._store.run(self._core.track_usage_op(usage))
+
+    async def stream_turn(
+        self,
+        model: str,
+        *,
+        renderer: Renderer | None = None,
+        title: bool = True,
+        title_model: str | None = None,
+        title_options: Mapping[str, Any] | None = None,
+        stream_ttl: float | timedelta = DEFAULT_STREAM_TTL,
+        writer_ttl: float | timedelta = DEFAULT_WRITER_TTL,
+        **litellm_kwargs: Any,
+    ) -> AsyncStreamedTurn:
+        """Resolve, start the answer's stream, call ``litellm.acompletion(stream=True)``;
+        ``async for`` the result for the chunks. At the end the pending messages and the answer
+        are saved in one append, the usage tracked, and on the chat's first turn a title set
+        (``title_model``, default ``model``; ``title_options`` go to that call). The text is
+        mirrored into Redis for ``store.read_stream`` until ``stream_ttl`` after the end; a
+        stream whose writer wrote nothing for ``writer_ttl`` counts as stopped. An error or a
+        stop saves nothing."""
+        options = StreamOptions.of(
+            stream_ttl=stream_ttl,
+            writer_ttl=writer_ttl,
+            title=title,
+            title_model=title_model,
+            title_options=title_options,
+        )
+        plan = StreamedTurnPlan(self._core, model, options, litellm_kwargs)
+        return await AsyncStreamedTurn.start(self._store, plan, await self.resolve(renderer))
+
+    async def active_stream(self) -> str | None:
+        """The stream id of an answer being streamed on this engine's branch, or None."""
+        return await self._store.run(self._core.active_stream_op())

@@ -29,7 +29,7 @@ from ctxstore.context.renderers import (
     ToonRenderer,
     XmlRenderer,
 )
-from ctxstore.core import branches, chats, checkpoints, opening, turns
+from ctxstore.core import answer_stream, branches, chats, checkpoints, opening, turns
 from ctxstore.core import graph as graph_ops
 from ctxstore.core import messages as message_ops
 from ctxstore.core.cache import EMPTY_CHAIN, CachedChain
@@ -710,6 +710,28 @@ class EngineCore:
             metadata = {**self.chat.metadata, "usage": totals}
             self.chat = self.chat.model_copy(update={"metadata": metadata})
         return totals
+
+    # --- answer streams ----------------------------------------------------------------------
+
+    @property
+    def store_state(self) -> StoreState:
+        """The store's key names, limits and clock, for the operations of a streamed turn
+        (:mod:`ctxstore.context.streamed_turn`)."""
+        return self._state
+
+    def stream_scope(self, *, fenced: bool) -> Scope:
+        """What a streamed turn's calls carry: with ``fenced``, the turn's fence too (the
+        writes of its answer); without, only user and incarnation (marking the stream failed
+        must work after the turn lost its lease)."""
+        return self._write_scope if fenced else self._scope
+
+    def active_stream_op(self) -> Operation[str | None]:
+        """The stream id of the answer being streamed on this engine's branch, or None."""
+        yield from self.ensure_open()
+        found: str | None = yield from answer_stream.active_stream(
+            self._state, self.chat_id, self.branch, **self._scope
+        )
+        return found
 
 
 def _replaces_last_assistant(item: Fragment) -> bool:

@@ -23,6 +23,7 @@ _NOT_FOUND: dict[str, type[errors.NotFoundError]] = {
     "branch": errors.BranchNotFoundError,
     "message": errors.MessageNotFoundError,
     "checkpoint": errors.CheckpointNotFoundError,
+    "stream": errors.StreamNotFoundError,
 }
 
 #: What a transport call can raise: redis-py errors (RedisClusterException is not a RedisError)
@@ -96,6 +97,15 @@ def _domain_error(text: str, ctx: dict[str, Any]) -> errors.CtxStoreError:
             return cls(f"chat {chat!r} does not exist", **ctx)
         return cls(
             f"{what} {details.get('id')!r} does not exist{where}", **ctx, id=details.get("id")
+        )
+    if code == "CONFLICT" and details.get("reason") == "stream_closed":
+        state = details.get("state") or "gone"
+        return errors.StreamFailedError(
+            f"answer stream {details.get('stream')!r}{where} is no longer live ({state}): "
+            "nothing was written",
+            **ctx,
+            reason=f"closed ({state})",
+            stream_id=details.get("stream"),
         )
     if code == "CONFLICT":
         return _conflict(details, ctx, where)

@@ -16,6 +16,9 @@
                                       tokens of the chain from its root through that message
     <base>:{<chat>}:staging:<token>:<name>  an import's copy of key <name> while it is built
                                       (expires on its own; renamed into place when published)
+    <base>:{<chat>}:stream      STREAM the text of the chat's answers as they are streamed
+    <base>:{<chat>}:stream_state HASH stream id -> record of each answer stream (live, done,
+                                      failed); both expire on their own
     <base>:idx:chats            ZSET  chat id -> updated_at (every chat of the namespace)
     <base>:idx:user:{<user>}    ZSET  chat id -> updated_at (the chats of one user)
     <base>:jobs:{<base>:N}      STREAM compaction jobs of the chats of shard N (N < JOB_SHARDS)
@@ -24,7 +27,7 @@
 
 ``<base>`` is ``<prefix>`` or ``<prefix>:<namespace>``, so a tenant's keys match the ACL pattern
 ``<prefix>:<namespace>:*``. One hash tag per chat puts every key a script touches in one Cluster
-slot; a chat is ten keys whatever its length, so deleting it is one UNLINK and nothing ever
+slot; a chat is twelve keys whatever its length, so deleting it is one UNLINK and nothing ever
 needs SCAN. A message costs one list entry (its record: parent position, time, payload) and,
 only when the caller chose its id, one alias entry: generated ids are ``<position>.<incarnation>``
 and need no index. The indexes live in their own slots; on a single server the append script
@@ -54,6 +57,8 @@ CHAT_KEY_NAMES = (
     "req",
     "req_old",
     "tok",
+    "stream",
+    "stream_state",
 )
 
 
