@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
-from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import pytest
@@ -28,27 +27,6 @@ USER = "alice"
 
 #: LangChain deprecates its own RunnableWithMessageHistory (1.x); it still drives histories.
 pytestmark = pytest.mark.filterwarnings("ignore:RunnableWithMessageHistory is deprecated")
-
-
-@pytest.fixture(params=["sync", "async"])
-async def any_store(
-    request: pytest.FixtureRequest, backend: str, namespace: str
-) -> AsyncIterator[ctxstore.Store | ctxstore.AsyncStore]:
-    if request.param == "sync":
-        store = ctxstore.connect(backend, namespace=namespace)
-        yield store
-        store.close()
-    else:
-        async_store = ctxstore.connect_async(backend, namespace=namespace)
-        yield async_store
-        await async_store.close()
-
-
-@pytest.fixture
-def sync_store(backend: str, namespace: str) -> Iterator[ctxstore.Store]:
-    store = ctxstore.connect(backend, namespace=namespace)
-    yield store
-    store.close()
 
 
 def stored(store: ctxstore.Store, chat_id: str = "chat-1") -> list[dict[str, Any]]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -31,28 +31,6 @@ from tests.store.test_concurrency import run_workers
 from tests.support.wire import trace_wire
 
 USER = "alice"
-
-
-@pytest.fixture(params=["sync", "async"])
-async def any_store(
-    request: pytest.FixtureRequest, backend: str, namespace: str
-) -> AsyncIterator[ctxstore.Store | ctxstore.AsyncStore]:
-    """A sync Store (the session runs it in a worker thread) or an AsyncStore, per backend."""
-    if request.param == "sync":
-        store = ctxstore.connect(backend, namespace=namespace)
-        yield store
-        store.close()
-    else:
-        async_store = ctxstore.connect_async(backend, namespace=namespace)
-        yield async_store
-        await async_store.close()
-
-
-@pytest.fixture
-def sync_store(backend: str, namespace: str) -> Iterator[ctxstore.Store]:
-    store = ctxstore.connect(backend, namespace=namespace)
-    yield store
-    store.close()
 
 
 def contents(items: list[dict[str, Any]]) -> list[Any]:
