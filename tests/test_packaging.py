@@ -74,6 +74,9 @@ def test_wheel_carries_its_type_information_license_and_metadata(wheel: Path) ->
     assert "Classifier: Typing :: Typed" in metadata
     assert "Classifier: License :: OSI Approved :: MIT License" in metadata
     assert "Keywords: " in metadata
+    import ctxstore
+
+    assert f"\nVersion: {ctxstore.__version__}\n" in metadata  # one source of the version
 
 
 USER_CODE = """

@@ -54,7 +54,7 @@ from ctxstore.errors import (
     ValidationError,
 )
 
-__version__ = "0.2.0"
+__version__ = "0.3.0"
 
 #: Where each lazily imported name lives.
 _LAZY: dict[str, str] = {
