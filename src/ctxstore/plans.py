@@ -79,16 +79,13 @@ def run_plan(
     summarize: Summarize = _no_summarizer,
 ) -> T:
     """Drive a plan with a sync store's ``run``, a sync summarizer and ``time.sleep``."""
-    value: Any = None
-    error: BaseException | None = None
-    while True:
-        done, step = _resume(steps, value, error)
-        if done:
-            return step  # type: ignore[no-any-return]
-        try:
-            value, error = _step(run, step, summarize), None
-        except Exception as caught:  # handed to the plan (a compaction gives its lease back)
-            value, error = None, caught
+    emitting = drive(steps, lambda step: _step(run, step, summarize))
+    try:
+        next(emitting)
+    except StopIteration as stop:
+        return stop.value  # type: ignore[no-any-return]
+    emitting.close()
+    raise ConfigurationError("this plan hands values out: iterate it with iterate_plan")
 
 
 async def arun_plan(
@@ -147,49 +144,57 @@ class Emit:
     value: Any
 
 
+def drive(steps: Generator[Any, Any, T], perform: Callable[[Any], Any]) -> Generator[Any, None, T]:
+    """The one loop that drives a plan synchronously: each :class:`Emit` is handed out (yielded),
+    every other step's value comes from ``perform``, and the plan's result is returned.
+
+    Whatever a step raises, and a ``close()`` or ``throw()`` of this generator while it hands a
+    value out (a caller that stopped reading), is thrown into the plan, so its ``finally`` blocks
+    and failure handling run (a compaction gives its lease back, a streamed turn marks its
+    stream failed) before the error goes on."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        done, step = _resume(steps, value, error)
+        if done:
+            return step  # type: ignore[no-any-return]
+        try:
+            value = (yield step.value) if isinstance(step, Emit) else perform(step)
+            error = None
+        except BaseException as caught:  # handed to the plan, which re-raises what it cannot end
+            value, error = None, caught
+
+
+async def adrive(
+    steps: Generator[Any, Any, Any], perform: Callable[[Any], Awaitable[Any]]
+) -> AsyncIterator[Any]:
+    """:func:`drive` as an async generator, with an awaited ``perform`` (a cancelled task's
+    ``CancelledError`` is thrown into the plan too). The plan's result is dropped: an async
+    generator has none."""
+    value: Any = None
+    error: BaseException | None = None
+    while True:
+        done, step = _resume(steps, value, error)
+        if done:
+            return
+        try:
+            value = (yield step.value) if isinstance(step, Emit) else await perform(step)
+            error = None
+        except BaseException as caught:  # handed to the plan, which re-raises what it cannot end
+            value, error = None, caught
+
+
 def iterate_plan(
     run: Callable[[Operation[Any]], Any], steps: Generator[Step | Emit, Any, None]
 ) -> Iterator[Any]:
     """Drive a plan that hands out values (:class:`Emit`) as a sync generator: each emitted
     value is yielded to the caller, every other step runs as in :func:`run_plan`. Closing the
     generator closes the plan."""
-    value: Any = None
-    error: BaseException | None = None
-    try:
-        while True:
-            done, step = _resume(steps, value, error)  # type: ignore[arg-type]
-            if done:
-                return
-            if isinstance(step, Emit):
-                value, error = None, None
-                yield step.value
-                continue
-            try:
-                value, error = _step(run, step, _no_summarizer), None
-            except Exception as caught:
-                value, error = None, caught
-    finally:
-        steps.close()
+    return drive(steps, lambda step: _step(run, step, _no_summarizer))
 
 
-async def aiterate_plan(
+def aiterate_plan(
     run: Callable[[Operation[Any]], Awaitable[Any]], steps: Generator[Step | Emit, Any, None]
 ) -> AsyncIterator[Any]:
     """The same as an async generator, with an async store's ``run``."""
-    value: Any = None
-    error: BaseException | None = None
-    try:
-        while True:
-            done, step = _resume(steps, value, error)  # type: ignore[arg-type]
-            if done:
-                return
-            if isinstance(step, Emit):
-                value, error = None, None
-                yield step.value
-                continue
-            try:
-                value, error = await _astep(run, step, _no_summarizer), None
-            except Exception as caught:
-                value, error = None, caught
-    finally:
-        steps.close()
+    return adrive(steps, lambda step: _astep(run, step, _no_summarizer))

@@ -54,7 +54,7 @@ from ctxstore.core.protocol import Operation
 from ctxstore.core.retention import ttl_ms
 from ctxstore.errors import CtxStoreError, ValidationError
 from ctxstore.llm import import_litellm
-from ctxstore.plans import Emit, RunOperation
+from ctxstore.plans import Emit, RunOperation, adrive, drive
 
 if TYPE_CHECKING:
     from ctxstore.async_store import AsyncStore
@@ -502,21 +502,9 @@ class StreamedTurn(_StreamedTurnBase):
         self.close()
 
     def _drive(self, steps: Steps) -> Generator[Any, None, None]:
-        value: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                step = steps.send(value) if error is None else steps.throw(error)
-            except StopIteration:
-                return
-            value, error = None, None
-            try:
-                if isinstance(step, Emit):
-                    yield step.value
-                else:
-                    value = self._do(step)
-            except BaseException as caught:  # the plan marks the stream failed, then re-raises
-                error = caught
+        """The plan's chunks; a failure or a caller that stops reading is thrown into the plan,
+        which marks the stream failed, then re-raises."""
+        return drive(steps, self._do)
 
     def _do(self, step: Step) -> Any:
         if isinstance(step, (RunOperation, Write)):
@@ -596,22 +584,10 @@ class AsyncStreamedTurn(_StreamedTurnBase):
     ) -> None:
         await self.aclose()
 
-    async def _drive(self, steps: Steps) -> AsyncIterator[Any]:
-        value: Any = None
-        error: BaseException | None = None
-        while True:
-            try:
-                step = steps.send(value) if error is None else steps.throw(error)
-            except StopIteration:
-                return
-            value, error = None, None
-            try:
-                if isinstance(step, Emit):
-                    yield step.value
-                else:
-                    value = await self._do(step)
-            except BaseException as caught:  # the plan marks the stream failed, then re-raises
-                error = caught
+    def _drive(self, steps: Steps) -> AsyncIterator[Any]:
+        """The plan's chunks; a failure, a cancel or a caller that stops reading is thrown into
+        the plan, which marks the stream failed, then re-raises."""
+        return adrive(steps, self._do)
 
     async def _do(self, step: Step) -> Any:
         if isinstance(step, RunOperation):
