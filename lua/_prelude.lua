@@ -1005,6 +1005,18 @@ local function chat_ttl(chat_key, raw)
   return ms
 end
 
+-- A retention given by the caller: milliseconds as a whole positive number, "" for none (nil).
+local function ttl_argument(raw)
+  if raw == '' then
+    return nil
+  end
+  local ms = tonumber(raw)
+  if not ms or ms < 1 or ms ~= math.floor(ms) then
+    fail('INVALID', {reason = 'ttl must be a positive number of milliseconds', value = raw})
+  end
+  return ms
+end
+
 -- A write's last step for a chat with a retention: every key of the chat expires `ttl`
 -- milliseconds from now, so they share one deadline and the chat vanishes whole (keys this
 -- write created included). req and req_old are left out: they expire on their own, sooner.
@@ -1088,5 +1100,19 @@ local function keep_at_least(keys, ms)
     if left == -1 or (left >= 0 and left < ms) then
       redis.call('PEXPIRE', key, ms)
     end
+  end
+end
+
+-- Gives the chat the retention `ttl` (nil: none): the `ttl` field, and every key's expiry from
+-- now (none at all without one).
+local function set_retention(chat_key, ttl, keys)
+  if ttl then
+    redis.call('HSET', chat_key, 'ttl', ttl)
+    slide_expiry(ttl, keys)
+    return
+  end
+  redis.call('HDEL', chat_key, 'ttl')
+  for _, key in ipairs(keys) do
+    redis.call('PERSIST', key)
   end
 end

@@ -17,18 +17,8 @@
 
 return run(function()
   open_chat(KEYS[1], ARGV[1], ARGV[2], {})
-  if ARGV[3] == '' then
-    redis.call('HDEL', KEYS[1], 'ttl')
-    for i = 1, 8 do
-      redis.call('PERSIST', KEYS[i])
-    end
-    return ''
-  end
-  local ttl = tonumber(ARGV[3])
-  if not ttl or ttl < 1 or ttl ~= math.floor(ttl) then
-    fail('INVALID', {reason = 'ttl must be a positive number of milliseconds', value = ARGV[3]})
-  end
-  redis.call('HSET', KEYS[1], 'ttl', ARGV[3])
-  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]})
+  local ttl = ttl_argument(ARGV[3])
+  set_retention(KEYS[1], ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7],
+                               KEYS[8]})
   return ARGV[3]
 end)

@@ -42,13 +42,7 @@ return run(function()
   local inc, fields, active, record = ARGV[3], {}, 'main', nil
   local updated_before = now
   local ttl = nil  -- the chat's retention once this call is done
-  local new_ttl = nil
-  if ARGV[12] ~= '' then
-    new_ttl = tonumber(ARGV[12])
-    if not new_ttl or new_ttl < 1 or new_ttl ~= math.floor(new_ttl) then
-      fail('INVALID', {reason = 'ttl must be a positive number of milliseconds', value = ARGV[12]})
-    end
-  end
+  local new_ttl = ttl_argument(ARGV[12])
   local load = ARGV[4]
   if load == '2' then
     load = redis.call('ZCARD', KEYS[5]) > 0 and '0' or '1'
@@ -87,14 +81,10 @@ return run(function()
     check_metadata_merge(chat, ARGV, FIRST_METADATA_ARG, tonumber(ARGV[10]), tonumber(ARGV[11]))
   end
   local wrote = #ARGV >= FIRST_METADATA_ARG
+  local retained = {chat, KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]}
   if not exists or ARGV[13] == '1' then
-    if new_ttl then
-      redis.call('HSET', chat, 'ttl', new_ttl)
-    elseif exists and ttl then
-      redis.call('HDEL', chat, 'ttl')
-      for _, key in ipairs({chat, KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]}) do
-        redis.call('PERSIST', key)
-      end
+    if new_ttl or ttl then  -- a retention to set, or one to clear
+      set_retention(chat, new_ttl, retained)
     end
     ttl, wrote = new_ttl, true
   end
@@ -115,7 +105,7 @@ return run(function()
     redis.call('HSET', chat, 'updated_at', newer(updated_before, now))
   end
   if wrote then
-    slide_expiry(ttl, {chat, KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]})
+    slide_expiry(ttl, retained)  -- again: the keys this call created have it too
   end
   local reply = {created, redis.call('HGETALL', chat), active, format_branch(record)}
   if load == '1' then
