@@ -575,7 +575,7 @@ class EngineCore:
             self.chat_id,
             token,
             strategy,
-            lease_ms=max(1, round(lease * 1000)),
+            lease_ms=turns.milliseconds(lease),
             wait=wait,
             **self._scope,
         )
@@ -592,7 +592,7 @@ class EngineCore:
                 self._state,
                 self.chat_id,
                 self._turn_token,
-                max(1, round(lease * 1000)),
+                turns.milliseconds(lease),
                 **self._scope,
             )
         except LeaseLostError:

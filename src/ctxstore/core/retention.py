@@ -29,14 +29,8 @@ TTL = float | int | timedelta | None
 
 
 class StoreDefault:
-    """The ``ttl=`` default of ``upsert_chat``: the store's own (``connect(ttl=)``)."""
-
-    _instance: StoreDefault | None = None
-
-    def __new__(cls) -> StoreDefault:
-        if cls._instance is None:
-            cls._instance = super().__new__(cls)
-        return cls._instance
+    """The ``ttl=`` default of ``upsert_chat``: the store's own (``connect(ttl=)``); callers
+    test for it with ``isinstance``, so one instance, ``STORE_DEFAULT``, is all there is."""
 
     def __repr__(self) -> str:
         return "STORE_DEFAULT"

@@ -80,6 +80,11 @@ def seconds(value: float | timedelta, name: str, *, allow_zero: bool) -> float:
     return float(value)
 
 
+def milliseconds(seconds: float) -> int:
+    """A checked lease in whole milliseconds (at least one), as the lease script takes it."""
+    return max(1, round(seconds * 1000))
+
+
 def check_strategy(strategy: object) -> TurnStrategy:
     if strategy not in TURN_STRATEGIES:
         raise ValidationError(
