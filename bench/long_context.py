@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from typing import Any
 
 import ctxstore
-from ctxstore.compaction import CompactionPolicy, compaction, run_compaction
-from ctxstore.tokens import message_counter
+from ctxstore.messages.tokens import message_counter
+from ctxstore.window.compaction import CompactionPolicy, compaction, run_compaction
 
 from floors import PING, Floors
 from results import Timed, timed

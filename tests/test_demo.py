@@ -6,7 +6,7 @@ import re
 import subprocess
 import sys
 
-from ctxstore.demo import run_demo
+from ctxstore.cli.demo import run_demo
 
 
 def test_demo_shows_save_btw_rewind_restore_edit_and_the_tree() -> None:

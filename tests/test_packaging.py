@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parents[1]
 
 SMOKE = """
 import ctxstore
-from ctxstore.core.scripts import script_dir
+from ctxstore._core.scripts import script_dir
 store = ctxstore.connect("memory://")
 store.upsert_chat("c1", "alice")
 result = store.append("c1", "main", [{"role": "user", "content": "hi"}], expected_head=None)

@@ -20,9 +20,9 @@ needs them.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from ctxstore._exports import install_moved_module_finder, lazy_exports
 from ctxstore.errors import (
     BackendBusyError,
     BackendError,
@@ -58,80 +58,80 @@ __version__ = "0.3.0"
 
 #: Where each lazily imported name lives.
 _LAZY: dict[str, str] = {
-    "ContextManager": "ctxstore.manager",
-    "ContextState": "ctxstore.manager",
-    "is_context_summary": "ctxstore.manager",
-    "count_tokens": "ctxstore.tokens",
-    "tokenizer_for": "ctxstore.tokens",
-    "CompactionTrigger": "ctxstore.core.jobs",
-    "ChainSize": "ctxstore.results",
-    "StoredSummary": "ctxstore.results",
+    "ContextManager": "ctxstore.window.manager",
+    "ContextState": "ctxstore.window.manager",
+    "is_context_summary": "ctxstore.window.manager",
+    "count_tokens": "ctxstore.messages.tokens",
+    "tokenizer_for": "ctxstore.messages.tokens",
+    "CompactionTrigger": "ctxstore.models",
+    "ChainSize": "ctxstore.models",
+    "StoredSummary": "ctxstore.models",
     "Worker": "ctxstore.worker",
-    "AppendResult": "ctxstore.results",
-    "AsyncContextEngine": "ctxstore.context",
-    "AsyncStore": "ctxstore.async_store",
-    "AsyncTurn": "ctxstore.context",
-    "AsyncStreamedTurn": "ctxstore.context",
-    "StreamedTurn": "ctxstore.context",
-    "StreamPiece": "ctxstore.core.answer_stream",
-    "SavedHead": "ctxstore.context",
-    "Turn": "ctxstore.context",
-    "BranchChain": "ctxstore.results",
+    "AppendResult": "ctxstore.models",
+    "AsyncContextEngine": "ctxstore.engine",
+    "AsyncStore": "ctxstore.store.async_store",
+    "AsyncTurn": "ctxstore.engine",
+    "AsyncStreamedTurn": "ctxstore.engine",
+    "StreamedTurn": "ctxstore.engine",
+    "StreamPiece": "ctxstore.models",
+    "SavedHead": "ctxstore.models",
+    "Turn": "ctxstore.engine",
+    "BranchChain": "ctxstore.models",
     "BranchInfo": "ctxstore.models",
     "ChatGraph": "ctxstore.models",
     "ChatInfo": "ctxstore.models",
     "ChatMeta": "ctxstore.models",
-    "ChatPage": "ctxstore.results",
+    "ChatPage": "ctxstore.models",
     "CheckpointInfo": "ctxstore.models",
-    "ContextEngine": "ctxstore.context",
-    "Fragment": "ctxstore.context",
+    "ContextEngine": "ctxstore.engine",
+    "Fragment": "ctxstore.prompt",
     "GraphNode": "ctxstore.models",
-    "Limits": "ctxstore.core.state",
-    "MarkdownRenderer": "ctxstore.context",
-    "NewMessage": "ctxstore.results",
-    "OpenedChat": "ctxstore.results",
-    "Renderer": "ctxstore.context",
-    "ResolveResult": "ctxstore.context",
-    "Store": "ctxstore.store",
-    "StoredMessage": "ctxstore.results",
-    "TomlRenderer": "ctxstore.context",
-    "ToonRenderer": "ctxstore.context",
-    "VerifyReport": "ctxstore.core.verify",
-    "XmlRenderer": "ctxstore.context",
-    "agenerate_chat_title": "ctxstore.context",
-    "alias": "ctxstore.context",
-    "assistant": "ctxstore.context",
-    "assistant_text": "ctxstore.context",
-    "clarification": "ctxstore.context",
-    "connect": "ctxstore.store",
-    "connect_async": "ctxstore.async_store",
-    "correction": "ctxstore.context",
-    "example": "ctxstore.context",
-    "explain": "ctxstore.context",
-    "fragment": "ctxstore.context.fragment",
-    "fragment_from_dict": "ctxstore.context",
-    "fragment_to_dict": "ctxstore.context",
-    "from_fragment": "ctxstore.context",
-    "generate_chat_title": "ctxstore.context",
-    "glossary": "ctxstore.context",
-    "guardrail": "ctxstore.context",
-    "hint": "ctxstore.context",
-    "identity": "ctxstore.context",
-    "last_assistant_message": "ctxstore.context",
-    "message": "ctxstore.context",
-    "persona": "ctxstore.context",
-    "policy": "ctxstore.context",
-    "preference": "ctxstore.context",
-    "principle": "ctxstore.context",
-    "quirk": "ctxstore.context",
-    "register_fragment_type": "ctxstore.context",
-    "role": "ctxstore.context",
-    "static_chat_title": "ctxstore.context",
-    "style_guide": "ctxstore.context",
-    "term": "ctxstore.context",
-    "to_fragment": "ctxstore.context",
-    "user": "ctxstore.context",
-    "workflow": "ctxstore.context",
+    "Limits": "ctxstore.settings",
+    "MarkdownRenderer": "ctxstore.prompt",
+    "NewMessage": "ctxstore.models",
+    "OpenedChat": "ctxstore.models",
+    "Renderer": "ctxstore.prompt",
+    "ResolveResult": "ctxstore.models",
+    "Store": "ctxstore.store.sync_store",
+    "StoredMessage": "ctxstore.models",
+    "TomlRenderer": "ctxstore.prompt",
+    "ToonRenderer": "ctxstore.prompt",
+    "VerifyReport": "ctxstore.models",
+    "XmlRenderer": "ctxstore.prompt",
+    "agenerate_chat_title": "ctxstore.engine",
+    "alias": "ctxstore.prompt",
+    "assistant": "ctxstore.prompt",
+    "assistant_text": "ctxstore.prompt",
+    "clarification": "ctxstore.prompt",
+    "connect": "ctxstore.store.sync_store",
+    "connect_async": "ctxstore.store.async_store",
+    "correction": "ctxstore.prompt",
+    "example": "ctxstore.prompt",
+    "explain": "ctxstore.prompt",
+    "fragment": "ctxstore.prompt.fragment",
+    "fragment_from_dict": "ctxstore.prompt",
+    "fragment_to_dict": "ctxstore.prompt",
+    "from_fragment": "ctxstore.prompt",
+    "generate_chat_title": "ctxstore.engine",
+    "glossary": "ctxstore.prompt",
+    "guardrail": "ctxstore.prompt",
+    "hint": "ctxstore.prompt",
+    "identity": "ctxstore.prompt",
+    "last_assistant_message": "ctxstore.prompt",
+    "message": "ctxstore.prompt",
+    "persona": "ctxstore.prompt",
+    "policy": "ctxstore.prompt",
+    "preference": "ctxstore.prompt",
+    "principle": "ctxstore.prompt",
+    "quirk": "ctxstore.prompt",
+    "register_fragment_type": "ctxstore.prompt",
+    "role": "ctxstore.prompt",
+    "static_chat_title": "ctxstore.engine",
+    "style_guide": "ctxstore.prompt",
+    "term": "ctxstore.prompt",
+    "to_fragment": "ctxstore.prompt",
+    "user": "ctxstore.prompt",
+    "workflow": "ctxstore.prompt",
 }
 
 __all__ = [
@@ -240,36 +240,41 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """Import a public name on first use and keep it, so later lookups are plain attributes."""
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ctxstore' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *_LAZY})
+install_moved_module_finder()
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY)
 
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: every name, imported
-    from ctxstore.async_store import (
-        AsyncStore,
-        connect_async,
-    )
-    from ctxstore.context import (
+    from ctxstore.engine import (
         AsyncContextEngine,
         ContextEngine,
+        agenerate_chat_title,
+        generate_chat_title,
+        static_chat_title,
+    )
+    from ctxstore.messages.tokens import count_tokens, tokenizer_for
+    from ctxstore.models import (
+        AppendResult,
+        BranchChain,
+        BranchInfo,
+        ChatGraph,
+        ChatInfo,
+        ChatMeta,
+        ChatPage,
+        CheckpointInfo,
+        GraphNode,
+        NewMessage,
+        OpenedChat,
+        StoredMessage,
+        VerifyReport,
+    )
+    from ctxstore.prompt import (
         Fragment,
         MarkdownRenderer,
         Renderer,
-        ResolveResult,
         TomlRenderer,
         ToonRenderer,
         XmlRenderer,
-        agenerate_chat_title,
         alias,
         assistant,
         assistant_text,
@@ -280,7 +285,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, imported
         fragment_from_dict,
         fragment_to_dict,
         from_fragment,
-        generate_chat_title,
         glossary,
         guardrail,
         hint,
@@ -294,37 +298,14 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every name, imported
         quirk,
         register_fragment_type,
         role,
-        static_chat_title,
         style_guide,
         term,
         to_fragment,
         user,
         workflow,
     )
-    from ctxstore.context.fragment import fragment
-    from ctxstore.core.state import (
-        Limits,
-    )
-    from ctxstore.core.verify import VerifyReport
-    from ctxstore.manager import ContextManager, ContextState, is_context_summary
-    from ctxstore.models import (
-        BranchInfo,
-        ChatGraph,
-        ChatInfo,
-        ChatMeta,
-        CheckpointInfo,
-        GraphNode,
-    )
-    from ctxstore.results import (
-        AppendResult,
-        BranchChain,
-        ChatPage,
-        NewMessage,
-        OpenedChat,
-        StoredMessage,
-    )
-    from ctxstore.store import (
-        Store,
-        connect,
-    )
-    from ctxstore.tokens import count_tokens, tokenizer_for
+    from ctxstore.prompt.fragment import fragment
+    from ctxstore.settings import Limits
+    from ctxstore.store.async_store import AsyncStore, connect_async
+    from ctxstore.store.sync_store import Store, connect
+    from ctxstore.window.manager import ContextManager, ContextState, is_context_summary

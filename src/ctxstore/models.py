@@ -1,64 +1,93 @@
-"""What the store returns.
+"""Every value the API takes and returns, in one place and one type system: frozen dataclasses.
 
-Chats, branches and checkpoints are frozen pydantic models: there are few of them per call,
-they serialize straight into HTTP responses (``model_dump()`` / ``model_dump_json()``), and frozen
-models cannot be changed behind the store's back. Messages are different: a chain can hold
-thousands, and building a model per message costs allocations and garbage-collection passes on
-exactly the hot path (``resolve()`` before every LLM call). Messages therefore cross the API as
-plain dicts (:class:`StoredMessage`), and results that carry messages are frozen dataclasses
-(in :mod:`ctxstore.results`, which does not import pydantic).
+A chain holds thousands of messages and a save happens on every turn, so what crosses the API
+must cost nothing to build and importing it must not load pydantic (serverless functions pay
+for imports on every cold start). Messages therefore cross it as plain dicts
+(:class:`StoredMessage`, a ``TypedDict``), and every other value is a frozen dataclass.
+
+Chats, branches, checkpoints and graphs also serialize straight into HTTP responses and back:
+they keep the pydantic-style methods of earlier releases (``model_dump()``,
+``model_dump_json()``, ``model_validate()``, ``model_validate_json()``, ``model_copy()``), which
+load pydantic on first use only and validate as strictly as before (unknown fields refused).
+Frameworks that take dataclasses (FastAPI response models, ``pydantic.TypeAdapter``) take these
+as they are.
 
 All times are epoch milliseconds.
 """
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from typing_extensions import NotRequired, Self, TypedDict
 
-# The light result types live in ctxstore.results (no pydantic: the write path and `import
-# ctxstore` never load it); they are re-exported here, where they were first defined.
-from ctxstore.results import (
-    AppendResult,
-    BranchChain,
-    ConflictPolicy,
-    ExistingPolicy,
-    MessageInput,
-    NewMessage,
-    OpenedChat,
-    StoredMessage,
-)
+from ctxstore.errors import ConfigurationError
 
-__all__ = [
-    "AppendResult",
-    "BranchChain",
-    "BranchInfo",
-    "ChatGraph",
-    "ChatInfo",
-    "ChatMeta",
-    "CheckpointInfo",
-    "ConflictPolicy",
-    "ExistingPolicy",
-    "GraphNode",
-    "MessageInput",
-    "NewMessage",
-    "OpenedChat",
-    "StoredMessage",
-]
+if TYPE_CHECKING:
+    from pydantic import TypeAdapter
+
+_ADAPTERS: dict[type[Any], TypeAdapter[Any]] = {}
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True, extra="forbid")
+def _adapter(cls: type[Any]) -> TypeAdapter[Any]:
+    """pydantic's adapter of a value type, made (and pydantic imported) on first use."""
+    adapter = _ADAPTERS.get(cls)
+    if adapter is None:
+        from pydantic import TypeAdapter
+
+        adapter = _ADAPTERS[cls] = TypeAdapter(cls)
+    return adapter
 
 
-class ChatMeta(_Frozen):
+class Serializable:
+    """The pydantic-style methods of the values that travel as JSON (chats, branches,
+    checkpoints, graphs): plain dataclasses underneath, validated by pydantic when read back."""
+
+    __slots__ = ()
+    #: What pydantic applies when it validates one (``model_validate``): no unknown field.
+    __pydantic_config__: ClassVar[dict[str, Any]] = {"extra": "forbid"}
+
+    def model_dump(
+        self, *, mode: Literal["python", "json"] = "python", **options: Any
+    ) -> dict[str, Any]:
+        """The value as a dict (``mode="json"``: only JSON types), nested values included;
+        ``options`` as pydantic's ``include``, ``exclude``, ``by_alias``..."""
+        dumped: dict[str, Any] = _adapter(type(self)).dump_python(self, mode=mode, **options)
+        return dumped
+
+    def model_dump_json(self, **options: Any) -> str:
+        """The value as a JSON text (``options`` as pydantic's ``indent``, ``exclude``...)."""
+        return _adapter(type(self)).dump_json(self, **options).decode("utf-8")
+
+    @classmethod
+    def model_validate(cls, data: Any) -> Self:
+        """A value of this type from a dict (such as ``model_dump()`` gave), validated:
+        pydantic's ``ValidationError`` for a missing, unknown or mistyped field."""
+        validated: Self = _adapter(cls).validate_python(data)
+        return validated
+
+    @classmethod
+    def model_validate_json(cls, data: str | bytes) -> Self:
+        """A value of this type from a JSON text, validated as :meth:`model_validate`."""
+        validated: Self = _adapter(cls).validate_json(data)
+        return validated
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None) -> Self:
+        """A copy with the fields in ``update`` replaced."""
+        return dataclasses.replace(self, **dict(update or {}))  # type: ignore[type-var]
+
+
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChatMeta(Serializable):
     """A chat's own fields. ``metadata["usage"]`` holds the counters of ``add_usage``."""
 
     id: str
     user_id: str
     title: str | None = None
-    metadata: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
     created_at: int
     updated_at: int
     active_branch: str = "main"
@@ -70,6 +99,7 @@ class ChatMeta(_Frozen):
     ttl: float | None = None
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
 class ChatInfo(ChatMeta):
     """A chat as listed: its fields plus how many messages and branches it holds."""
 
@@ -77,7 +107,8 @@ class ChatInfo(ChatMeta):
     branch_count: int
 
 
-class BranchInfo(_Frozen):
+@dataclass(frozen=True, kw_only=True, slots=True)
+class BranchInfo(Serializable):
     """A branch: a named head. ``message_count`` is the length of its chain."""
 
     name: str
@@ -87,7 +118,8 @@ class BranchInfo(_Frozen):
     created_at: int
 
 
-class CheckpointInfo(_Frozen):
+@dataclass(frozen=True, kw_only=True, slots=True)
+class CheckpointInfo(Serializable):
     """A named pointer to a message."""
 
     name: str
@@ -95,7 +127,8 @@ class CheckpointInfo(_Frozen):
     created_at: int
 
 
-class GraphNode(_Frozen):
+@dataclass(frozen=True, kw_only=True, slots=True)
+class GraphNode(Serializable):
     """One message as drawn in a graph: its place and a one-line preview."""
 
     id: str
@@ -105,10 +138,267 @@ class GraphNode(_Frozen):
     created_at: int
 
 
-class ChatGraph(_Frozen):
+@dataclass(frozen=True, kw_only=True, slots=True)
+class ChatGraph(Serializable):
     """The whole chat: every message, every branch (with the active flag), every checkpoint."""
 
     chat: ChatMeta
     messages: tuple[GraphNode, ...]
     branches: tuple[BranchInfo, ...]
     checkpoints: tuple[CheckpointInfo, ...]
+
+
+ConflictPolicy = Literal["raise", "rebase", "fork"]
+ExistingPolicy = Literal["raise", "fork"]
+
+
+@dataclass(frozen=True)
+class AppendResult:
+    """Where an append landed.
+
+    ``branch`` is where the last message went: the requested branch, a conflict fork
+    (``conflict_fork`` names it), or an edit fork (listed in ``created_branches``).
+    """
+
+    branch: str
+    head_message_id: str
+    message_ids: tuple[str, ...]
+    updated_at: int
+    rebased: bool = False
+    conflict_fork: str | None = None
+    created_branches: tuple[str, ...] = ()
+    #: The branch's context (newest summary and the messages after it) in stored tokens, when
+    #: the append checked a compaction threshold; -1 otherwise.
+    context_tokens: int = -1
+    #: The compaction job this append enqueued (its marker), None for none.
+    compaction_job: str | None = None
+
+
+class StoredMessage(TypedDict):
+    """A message as read back: its id, its parent, when it was written, and the payload.
+
+    ``message`` is the chat-message dict exactly as appended (``role``, ``content``,
+    ``tool_calls``, ...), ready for ``litellm.completion(messages=...)``.
+    """
+
+    id: str
+    parent_id: str | None
+    created_at: int
+    message: dict[str, Any]
+    #: The caller's metadata of the message (never sent to a model); only when it has some.
+    metadata: NotRequired[dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class NewMessage:
+    """A message to append under a chosen id (plain dicts get a generated id), with optional
+    metadata stored beside it: returned by reads as ``metadata``, never part of ``message``."""
+
+    message: Mapping[str, Any]
+    id: str | None = None
+    metadata: Mapping[str, Any] | None = None
+
+
+#: What ``append`` takes per message: a chat-message dict (id generated) or a NewMessage.
+MessageInput = Mapping[str, Any] | NewMessage
+
+
+class StoredSummary(TypedDict):
+    """A summary as read back: the last message it covers, its text, its metadata
+    (``type``, ``covered``, ``tokens_before``, ``tokens_after``, ``model``, ...) and its tokens."""
+
+    message_id: str
+    created_at: int
+    content: str
+    metadata: dict[str, Any]
+    tokens: int
+
+
+@dataclass(frozen=True)
+class BranchChain:
+    """A branch and its chain (or the window of it asked for), root first, in one round trip.
+
+    ``tokens`` counts what is returned (the messages, and the summary when there is one),
+    ``chain_tokens`` and ``chain_length`` the whole chain (counts as stored at save; -1 where
+    the read did not ask, as when a chat is opened). ``summary``: the newest summary on the
+    chain, for a read ``after_summary``; ``context_tokens``: that summary plus every message
+    after it (the chain's tokens when there is none).
+    """
+
+    branch: BranchInfo
+    messages: list[StoredMessage]
+    tokens: int = -1
+    chain_tokens: int = -1
+    chain_length: int = -1
+    summary: StoredSummary | None = None
+    context_tokens: int = -1
+
+
+@dataclass(frozen=True)
+class ChainSize:
+    """The size of a branch's chain without its payloads: messages and stored tokens, the
+    tokens of its newest summary plus the messages after it, and that summary's message."""
+
+    messages: int
+    tokens: int
+    context_tokens: int
+    summary_message_id: str | None
+
+
+@dataclass(frozen=True)
+class OpenedChat:
+    """A chat opened by its owner: whether this call created it, its active branch and, when
+    asked for, that branch's chain (root first)."""
+
+    chat: ChatMeta
+    created: bool
+    branch: BranchInfo
+    messages: list[StoredMessage]
+
+
+@dataclass(frozen=True)
+class ChatPage:
+    """One page of a chat listing, newest first (``store.list_chats_page``).
+
+    ``next_cursor`` continues after this page (None: this page ends the listing). ``skipped``
+    names the chats left out of this page as corrupt (their hash is not what ctxstore writes,
+    or the index holds something that is no chat id); each is logged on the ``ctxstore``
+    logger too.
+    """
+
+    chats: tuple[ChatInfo, ...]
+    next_cursor: str | None
+    skipped: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One broken invariant: what kind, which key and field, and what was found."""
+
+    kind: str
+    key: str
+    field: str
+    detail: str
+
+
+@dataclass(frozen=True)
+class VerifyReport:
+    """What :func:`verify_chat` found (after repairing, when asked to repair)."""
+
+    chat_id: str
+    messages: int
+    branches: int
+    problems: tuple[Problem, ...]
+    repaired: tuple[str, ...] = ()
+
+    @property
+    def ok(self) -> bool:
+        """True when the chat holds no problem."""
+        return not self.problems
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON output."""
+        return {
+            "chat_id": self.chat_id,
+            "ok": self.ok,
+            "messages": self.messages,
+            "branches": self.branches,
+            "problems": [vars(problem) for problem in self.problems],
+            "repaired": list(self.repaired),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class StreamPiece:
+    """A piece of an answer's text as a reader gets it: ``id`` is its Redis Stream entry id
+    (pass it as ``after=`` to resume after it), ``text`` the text the writer added then."""
+
+    id: str
+    text: str
+
+
+#: A pending job older than this may be enqueued again by a later save (milliseconds).
+DEFAULT_JOB_TTL_MS = 15 * 60 * 1000
+
+
+@dataclass(frozen=True)
+class CompactionTrigger:
+    """What a save checks: the context size (tokens) that makes a compaction job due. The job
+    carries ``soft_tokens`` and ``min_recent_messages`` (what the compaction keeps verbatim), so
+    a worker needs no per-chat settings of its own."""
+
+    soft_tokens: int
+    job_ttl_ms: int = DEFAULT_JOB_TTL_MS
+    min_recent_messages: int = 4
+
+    def __post_init__(self) -> None:
+        for name in ("soft_tokens", "job_ttl_ms", "min_recent_messages"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigurationError(f"{name} must be a non-negative integer, got {value!r}")
+
+
+class WrittenSummary(TypedDict):
+    """What writing a summary did: whether this call wrote it (False: one existed and is
+    returned), the summary, and the chain it covers (messages, tokens through its message)."""
+
+    written: bool
+    summary: StoredSummary
+    covered_messages: int
+    covered_tokens: int
+
+
+@dataclass(frozen=True)
+class ResolveResult:
+    """What an LLM call takes: the rendered system prompt and the message list.
+
+    ``messages`` holds the branch's persisted chain, root first, then the pending messages, as
+    chat-message dicts: pass them straight to ``litellm.completion(messages=...)`` (with the
+    system prompt as a leading ``{"role": "system", ...}`` message, see :meth:`with_system`).
+    When a summary covers the start of the chain, ``messages`` starts after it and its text is
+    in ``system_prompt`` (no marker message reaches a provider); ``summary`` is that summary.
+    """
+
+    system_prompt: str
+    messages: list[dict[str, Any]]
+    summary: StoredSummary | None = None
+
+    def with_system(self) -> list[dict[str, Any]]:
+        """The messages with the system prompt in front (omitted when it is empty)."""
+        if not self.system_prompt:
+            return list(self.messages)
+        return [{"role": "system", "content": self.system_prompt}, *self.messages]
+
+
+class SavedHead(str):
+    """What ``save()`` returns: the new head's message id (a ``str``, as before), and where the
+    save went.
+
+    ``branch``: the branch the messages are on. ``forked_at``: None when they went where the
+    engine was; otherwise the message a new side branch (not activated) starts at, because
+    another turn's message had come after the engine's last saved one (or the engine's turn lost
+    its lease): the engine moved to that branch. ``message_ids``: the stored ids, in order.
+    """
+
+    branch: str
+    forked_at: str | None
+    message_ids: tuple[str, ...]
+
+    def __new__(
+        cls,
+        head: str,
+        *,
+        branch: str,
+        forked_at: str | None = None,
+        message_ids: tuple[str, ...] = (),
+    ) -> SavedHead:
+        saved = super().__new__(cls, head)
+        saved.branch = branch
+        saved.forked_at = forked_at
+        saved.message_ids = message_ids
+        return saved
+
+    @property
+    def forked(self) -> bool:
+        """True when the save went onto a new side branch (see ``forked_at``)."""
+        return self.forked_at is not None

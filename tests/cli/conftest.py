@@ -7,7 +7,7 @@ from collections.abc import Callable
 
 import pytest
 
-from ctxstore.cli import main
+from ctxstore.cli.main import main
 
 Run = Callable[..., tuple[int, str, str]]
 

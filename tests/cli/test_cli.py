@@ -13,8 +13,8 @@ import pytest
 
 import ctxstore
 from ctxstore import NewMessage
-from ctxstore.cli import DEFAULT_CHAT_LIMIT, MEMORY_NOTE
-from ctxstore.context.visualize import visualize_graph
+from ctxstore.cli.main import DEFAULT_CHAT_LIMIT, MEMORY_NOTE
+from ctxstore.cli.tree import visualize_graph
 
 START = 1_700_000_000_000  # 2023-11-14T22:13:20Z
 TRIP_TREE = [

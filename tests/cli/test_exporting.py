@@ -6,8 +6,8 @@ import json
 import re
 
 from ctxstore import ChatGraph, ChatMeta
-from ctxstore.context.visualize import node_label
-from ctxstore.exporting import to_dot, to_json, to_mermaid
+from ctxstore.cli.diagrams import to_dot, to_json, to_mermaid
+from ctxstore.cli.tree import node_label
 from tests.cli import branch, chat_graph, checkpoint, node
 
 HOSTILE = ['"]; drop', "<script>alert(1)</script>", "a\\", "#quot; `md` {x} |y| & end"]

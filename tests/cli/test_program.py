@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 import ctxstore
-from ctxstore.cli import MEMORY_NOTE
+from ctxstore.cli.main import MEMORY_NOTE
 from tests.cli.conftest import Run
 from tests.support import servers
 

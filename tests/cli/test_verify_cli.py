@@ -10,7 +10,7 @@ import pytest
 
 import ctxstore
 from ctxstore import NewMessage
-from ctxstore.cli import main
+from ctxstore.cli.main import main
 
 Run = Callable[..., tuple[int, str, str]]
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ctxstore.context.visualize import node_label, printable, short_id, visualize_graph
+from ctxstore.cli.tree import node_label, printable, short_id, visualize_graph
 from tests.cli import branch, chain, chat_graph, checkpoint, node
 
 FORK = [

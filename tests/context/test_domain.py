@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from ctxstore.context.domain import (
+from ctxstore.errors import ValidationError
+from ctxstore.prompt.domain import (
     clarification,
     example,
     explain,
@@ -22,9 +23,8 @@ from ctxstore.context.domain import (
     term,
     workflow,
 )
-from ctxstore.context.fragment import Fragment, fragment
-from ctxstore.context.messages import user
-from ctxstore.errors import ValidationError
+from ctxstore.prompt.fragment import Fragment, fragment
+from ctxstore.prompt.messages import user
 
 
 def test_role_and_hint_hold_their_text() -> None:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.prompting import summary_section
-from ctxstore.tokens import count_tokens
+from ctxstore.messages.summaries import summary_section
+from ctxstore.messages.tokens import count_tokens
 from tests.support.wire import trace_wire
 
 

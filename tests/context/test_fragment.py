@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 
 from ctxstore import Fragment, ValidationError, fragment
-from ctxstore.context.fragment import amaterialize, copy_fragment, is_lazy, materialize
+from ctxstore.prompt.fragment import amaterialize, copy_fragment, is_lazy, materialize
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from ctxstore.context.renderers.inflect import plural, singular
+from ctxstore.prompt.renderers.inflect import plural, singular
 
 # (singular, plural) pairs that must convert both ways.
 PAIRS = [

@@ -57,7 +57,7 @@ def test_an_unknown_model_has_no_price_and_a_window_can_be_exceeded(make_engine:
 def test_prices_are_read_without_importing_litellm() -> None:
     code = (
         "import sys\n"
-        "from ctxstore.model_info import model_info\n"
+        "from ctxstore.window.model_info import model_info\n"
         "info = model_info('openai/gpt-4o')\n"
         "assert info is not None and info.max_input_tokens == 128000\n"
         "assert 'litellm' not in sys.modules\n"

@@ -9,8 +9,9 @@ import pytest
 from pydantic import BaseModel
 
 import ctxstore
-from ctxstore.context.fragment import Fragment, fragment
-from ctxstore.context.messages import (
+from ctxstore.errors import ValidationError
+from ctxstore.prompt.fragment import Fragment, fragment
+from ctxstore.prompt.messages import (
     LAST_ASSISTANT_METADATA,
     assistant,
     assistant_text,
@@ -20,7 +21,6 @@ from ctxstore.context.messages import (
     message_payload,
     user,
 )
-from ctxstore.errors import ValidationError
 
 TOOL_CALL = {"id": "call_1", "type": "function", "function": {"name": "f", "arguments": "{}"}}
 

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from ctxstore.context.fragment import Fragment, fragment
-from ctxstore.context.renderers import MarkdownRenderer
-from ctxstore.context.renderers.base import title_case
 from ctxstore.errors import ValidationError
+from ctxstore.prompt.fragment import Fragment, fragment
+from ctxstore.prompt.renderers import MarkdownRenderer
+from ctxstore.prompt.renderers.base import title_case
 
 
 def render(*fragments: Fragment, group: bool = False) -> str:

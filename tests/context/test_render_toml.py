@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from ctxstore.context.fragment import Fragment, fragment
-from ctxstore.context.renderers import TomlRenderer
-from ctxstore.context.renderers.toml import encode_key
 from ctxstore.errors import ValidationError
+from ctxstore.prompt.fragment import Fragment, fragment
+from ctxstore.prompt.renderers import TomlRenderer
+from ctxstore.prompt.renderers.toml import encode_key
 
 
 def render(*fragments: Fragment, group: bool = False) -> str:

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from ctxstore.context.fragment import Fragment, fragment
-from ctxstore.context.renderers import ToonRenderer
-from ctxstore.context.renderers.toon import encode_key, encode_scalar
 from ctxstore.errors import ValidationError
+from ctxstore.prompt.fragment import Fragment, fragment
+from ctxstore.prompt.renderers import ToonRenderer
+from ctxstore.prompt.renderers.toon import encode_key, encode_scalar
 
 
 def render(*fragments: Fragment, group: bool = False) -> str:

@@ -6,10 +6,10 @@ from typing import Any
 
 import pytest
 
-from ctxstore.context.fragment import Fragment, fragment
-from ctxstore.context.renderers import Renderer, XmlRenderer
-from ctxstore.context.renderers.xml import tag_name
 from ctxstore.errors import ValidationError
+from ctxstore.prompt.fragment import Fragment, fragment
+from ctxstore.prompt.renderers import Renderer, XmlRenderer
+from ctxstore.prompt.renderers.xml import tag_name
 
 
 def render(*fragments: Fragment, group: bool = False) -> str:

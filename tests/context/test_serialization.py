@@ -8,18 +8,18 @@ from typing import Any
 
 import pytest
 
-from ctxstore.context import domain, serialization
-from ctxstore.context.fragment import Fragment, fragment
-from ctxstore.context.messages import assistant, last_assistant_message, message, user
-from ctxstore.context.serialization import (
+from ctxstore.errors import ValidationError
+from ctxstore.prompt import domain, serialization
+from ctxstore.prompt.fragment import Fragment, fragment
+from ctxstore.prompt.messages import assistant, last_assistant_message, message, user
+from ctxstore.prompt.serialization import (
     from_fragment,
     register_fragment_type,
     registered_fragment_types,
     to_fragment,
     unregister_fragment_type,
 )
-from ctxstore.context.user_context import alias, correction, identity, persona, preference
-from ctxstore.errors import ValidationError
+from ctxstore.prompt.user_context import alias, correction, identity, persona, preference
 
 FULL = [
     domain.role("You are an analyst."),

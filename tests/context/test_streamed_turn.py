@@ -15,8 +15,8 @@ import pytest
 
 import ctxstore
 from ctxstore import StreamFailedError, StreamNotFoundError, role, user
-from ctxstore.core import answer_stream
-from ctxstore.core.protocol import Call, Operation
+from ctxstore._core.ops import streams as answer_stream
+from ctxstore._core.protocol import Call, Operation
 from tests.conftest import Clock
 from tests.support.facade import SyncOverAsync
 from tests.support.keyspace import raw_client
@@ -152,7 +152,7 @@ def test_a_title_call_that_fails_falls_back_to_the_question(
 def test_a_title_that_cannot_be_written_never_loses_the_answer(
     make_engine: Any, streams: ModelStreams, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ctxstore.context.engine_core import EngineCore
+    from ctxstore.engine.core import EngineCore
 
     def refused(self: Any, title: Any, metadata: Any) -> Operation[Any]:
         raise ctxstore.BackendUnavailableError("Redis went away")

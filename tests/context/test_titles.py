@@ -9,15 +9,15 @@ from typing import Any
 
 import pytest
 
-from ctxstore.context.fragment import fragment
-from ctxstore.context.messages import assistant, user
-from ctxstore.context.titles import (
+from ctxstore.engine.titles import (
     DEFAULT_TITLE_MODEL,
     agenerate_chat_title,
     generate_chat_title,
     static_chat_title,
 )
 from ctxstore.errors import ValidationError
+from ctxstore.prompt.fragment import fragment
+from ctxstore.prompt.messages import assistant, user
 
 QUESTION = "what's the weather in nyc"
 
@@ -235,7 +235,7 @@ async def test_async_title_without_text_skips_the_call() -> None:
 
 def test_importing_titles_does_not_import_litellm() -> None:
     code = (
-        "import sys, ctxstore, ctxstore.context.titles\n"
+        "import sys, ctxstore, ctxstore.engine.titles\n"
         "assert 'litellm' not in sys.modules, 'litellm was imported'\n"
     )
     result = subprocess.run(

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from ctxstore.context.fragment import Fragment
-from ctxstore.context.user_context import alias, correction, identity, persona, preference
 from ctxstore.errors import ValidationError
+from ctxstore.prompt.fragment import Fragment
+from ctxstore.prompt.user_context import alias, correction, identity, persona, preference
 
 
 def test_identity_keeps_what_is_given() -> None:

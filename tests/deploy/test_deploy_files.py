@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 import yaml
 
-from ctxstore.cli import build_parser
+from ctxstore.cli.main import build_parser
 from ctxstore.worker import command
 
 DEPLOY = Path(__file__).resolve().parents[2] / "deploy"

@@ -11,7 +11,7 @@ import pytest
 
 import ctxstore
 from ctxstore import ContextManager, count_tokens, is_context_summary
-from ctxstore.prompting import summary_section
+from ctxstore.messages.summaries import summary_section
 
 
 def letters(text: str) -> int:

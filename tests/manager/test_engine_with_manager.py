@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 import ctxstore
-from ctxstore.core import leases
-from ctxstore.tokens import count_tokens
+from ctxstore._core.ops import leases
+from ctxstore.messages.tokens import count_tokens
 from tests.support.keyspace import raw_client
 
 

@@ -13,9 +13,9 @@ import pytest
 
 import ctxstore
 from ctxstore import ContextManager, count_tokens, is_context_summary
-from ctxstore.prompting import SUMMARY_CLOSE, SUMMARY_OPEN
-from ctxstore.summarizer import MERGE_PROMPT
-from ctxstore.usage import normalize_usage
+from ctxstore.messages.summaries import SUMMARY_CLOSE, SUMMARY_OPEN
+from ctxstore.messages.usage import normalize_usage
+from ctxstore.window.summarizer import MERGE_PROMPT
 
 
 def letters(text: str) -> int:

@@ -9,14 +9,14 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.summarizer import (
+from ctxstore.messages.tokens import count_tokens
+from ctxstore.window.summarizer import (
     DEFAULT_SUMMARY_PROMPT,
     MERGE_PROMPT,
     LiteLLMSummarizer,
     SummarizerError,
     summary_plan,
 )
-from ctxstore.tokens import count_tokens
 
 
 def letters(text: str) -> int:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.tool_groups import (
+from ctxstore.messages.tool_groups import (
     calls_tools,
     is_tool_result,
     safe_cut_point,

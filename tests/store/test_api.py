@@ -92,7 +92,7 @@ def test_connect_functions_take_the_same_arguments() -> None:
 
 def test_import_loads_neither_litellm_nor_tiktoken_nor_the_embedded_store() -> None:
     code = (
-        "import sys, ctxstore, ctxstore.context.fragment\n"
+        "import sys, ctxstore, ctxstore.prompt.fragment\n"
         "heavy = [m for m in ('litellm', 'tiktoken', 'fakeredis', 'lupa') if m in sys.modules]\n"
         "print(','.join(heavy))"
     )
@@ -111,7 +111,7 @@ def loaded_after(code: str, modules: tuple[str, ...]) -> list[str]:
     return [name for name in result.stdout.strip().split(",") if name]
 
 
-COLD_START_HEAVY = ("pydantic", "ctxstore.async_store", "fakeredis", "litellm", "tiktoken")
+COLD_START_HEAVY = ("pydantic", "ctxstore.store.async_store", "fakeredis", "litellm", "tiktoken")
 
 
 def test_import_ctxstore_loads_only_the_error_classes() -> None:
@@ -124,7 +124,7 @@ def test_the_write_path_loads_neither_pydantic_nor_the_async_store() -> None:
     code = (
         "import ctxstore\n"
         "store = ctxstore.connect('redis://127.0.0.1:1')\n"
-        "from ctxstore.core import messages, chain, cache\n"
+        "from ctxstore._core.ops import append, reads\nfrom ctxstore._core import cache\n"
         "store.state.cache.clear()"
     )
     assert loaded_after(code, COLD_START_HEAVY) == []

@@ -10,16 +10,16 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.compaction import (
+from ctxstore._core.ops import leases
+from ctxstore.messages.tokens import message_counter
+from ctxstore.models import CompactionTrigger
+from ctxstore.window.compaction import (
     CompactionPolicy,
     arun_compaction,
     compaction,
     cut_point,
     run_compaction,
 )
-from ctxstore.core import leases
-from ctxstore.core.jobs import CompactionTrigger
-from ctxstore.tokens import message_counter
 
 
 def letters(text: str) -> int:

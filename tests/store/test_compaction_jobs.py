@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.core.jobs import CompactionTrigger
+from ctxstore.models import CompactionTrigger
 from tests.support.keyspace import raw_client
 
 

@@ -20,10 +20,10 @@ import pytest
 
 import ctxstore
 from ctxstore import NewMessage
-from ctxstore.core.jobs import CompactionTrigger
-from ctxstore.core.keys import ChatKeys
-from ctxstore.core.leases import take_lease
-from ctxstore.core.protocol import Exchange, Operation, command_call
+from ctxstore._core.keys import ChatKeys
+from ctxstore._core.ops.leases import take_lease
+from ctxstore._core.protocol import Exchange, Operation, command_call
+from ctxstore.models import CompactionTrigger
 from tests.support.keyspace import raw_client, snapshot_of
 
 CHAT = "c1"
@@ -103,7 +103,7 @@ def _append(**kwargs: Any) -> Run:
 
 def _resent_append(store: Any, chat: Chat) -> Any:
     """An append whose request id is one the chat remembers (a resend after a lost reply)."""
-    with mock.patch("ctxstore.core.messages.new_request_id", return_value=RESENT):
+    with mock.patch("ctxstore._core.ops.append.new_request_id", return_value=RESENT):
         return store.append(CHAT, "main", [user("x")], expected_head=chat.g1)
 
 

@@ -21,7 +21,7 @@ import redis
 from redis.cluster import RedisCluster
 
 import ctxstore
-from ctxstore.core import jobs, leases
+from ctxstore._core.ops import jobs, leases
 from tests.support import servers
 from tests.support.counting import user
 from tests.support.facade import LoopThread, SyncOverAsync

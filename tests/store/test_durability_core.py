@@ -11,9 +11,9 @@ import redis
 from redis.exceptions import NoScriptError, ResponseError
 
 import ctxstore
-from ctxstore.core.durability import Durability, durability_setting
-from ctxstore.core.protocol import Call, Exchange, Operation, command_call, script_call
-from ctxstore.core.scripts import load_script
+from ctxstore._core.durability import Durability, durability_setting
+from ctxstore._core.protocol import Call, Exchange, Operation, command_call, script_call
+from ctxstore._core.scripts import load_script
 
 REPLICA = Durability("replica", 250)
 AOF = Durability("aof", 250)

@@ -15,9 +15,10 @@ import pytest
 
 import ctxstore
 from ctxstore import NewMessage
-from ctxstore.core import imports, protocol
-from ctxstore.core.imports import ChatImport
-from ctxstore.core.portable import dumps_line
+from ctxstore._core import protocol
+from ctxstore._core.format.portable import dumps_line
+from ctxstore._core.ops.transfer import imports
+from ctxstore._core.ops.transfer.imports import ChatImport
 from tests.conftest import Clock
 from tests.store.test_retention import RETAINED, command
 from tests.support.facade import LoopThread, SyncOverAsync

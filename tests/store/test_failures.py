@@ -8,9 +8,9 @@ import pytest
 import redis.exceptions as rexc
 
 import ctxstore
-from ctxstore.core import failures
-from ctxstore.core.protocol import Exchange, Operation, command_call, script_call
-from ctxstore.core.scripts import load_script
+from ctxstore._core import failures
+from ctxstore._core.protocol import Exchange, Operation, command_call, script_call
+from ctxstore._core.scripts import load_script
 
 
 @pytest.mark.parametrize(

@@ -9,9 +9,9 @@ import pytest
 
 import ctxstore
 from ctxstore import NewMessage
-from ctxstore.core import chain as chain_module
-from ctxstore.core import messages as messages_core
-from ctxstore.core.protocol import Exchange
+from ctxstore._core.format import records as chain_module
+from ctxstore._core.ops import reads
+from ctxstore._core.protocol import Exchange
 from tests.support.wire import trace_wire
 
 
@@ -150,7 +150,7 @@ def test_a_chat_replaced_between_the_chunks_of_a_read_is_an_error(namespace: str
     store.upsert_chat("c1", "alice")
     head = fill(store, "c1", 10)
     store.get_chain("c1", head)  # scripts loaded: the walk is one request
-    exchange = Exchange(messages_core.get_chain(store.state, "c1", head))
+    exchange = Exchange(reads.get_chain(store.state, "c1", head))
     exchange.respond(store._send(exchange.request()))  # the walk
     store.delete_chat("c1")
     store.upsert_chat("c1", "bob")

@@ -159,7 +159,7 @@ def test_a_refused_write_puts_back_only_the_score_its_touch_set(
 ) -> None:
     """The index touches that ride beside a write (as on a Redis Cluster) are undone when the
     write is refused, unless another write moved the entry in between: that one stays."""
-    from ctxstore.core import chats
+    from ctxstore._core.ops import chats
     from tests.support.keyspace import raw_client
 
     make_four(store)
@@ -184,8 +184,8 @@ def test_a_refused_write_puts_back_only_the_score_its_touch_set(
 def test_what_a_refused_write_puts_back() -> None:
     """Per index: the old score when the touch raised it, a removal when the touch created the
     entry, nothing when the entry was already at or past the write's time or the touch failed."""
-    from ctxstore.core import indexes
-    from ctxstore.core.state import StoreState
+    from ctxstore._core.ops import indexes
+    from ctxstore._core.state import StoreState
 
     state = StoreState()
     restores = indexes.restore_calls(state, "c0", "alice", 100, ["40", None])

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.core import listing
+from ctxstore._core.ops import listing
 
 
 @pytest.fixture
@@ -195,7 +195,7 @@ def test_a_bad_page_size_is_a_validation_error(store: Any, limit: Any) -> None:
 def test_a_page_costs_two_round_trips(store: Any, monkeypatch: pytest.MonkeyPatch) -> None:
     """One read of the index stretch, one pipeline of the chat hashes; repairs only when
     something was stale."""
-    from ctxstore.core import protocol
+    from ctxstore._core import protocol
 
     make_chats(store, 6)
     store.list_chats_page(limit=1)  # the server learns the script (NOSCRIPT costs a resend)

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ctxstore.core import listing
+from ctxstore._core.ops import listing
 from tests.support.keyspace import raw_client
 
 

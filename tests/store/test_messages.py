@@ -9,7 +9,7 @@ import pytest
 
 import ctxstore
 from ctxstore import NewMessage
-from ctxstore.core import messages as messages_core
+from ctxstore._core.ops import append as append_ops
 
 
 def user(text: str) -> dict[str, Any]:
@@ -295,7 +295,7 @@ def test_a_resent_append_is_answered_like_the_first_time(backend: str, namespace
     store.upsert_chat("c1", "alice")
     batch = [NewMessage(user("a"), id="m1"), bot("b")]
     first, again = send_twice(
-        store, messages_core.append(store.state, "c1", "main", batch, expected_head=None)
+        store, append_ops.append(store.state, "c1", "main", batch, expected_head=None)
     )
     assert (again.branch, again.head_message_id, again.message_ids) == (
         first.branch,
@@ -317,7 +317,7 @@ def test_a_resent_append_after_another_writer_is_still_recognized(
 ) -> None:
     store = ctxstore.connect(backend, namespace=namespace)
     store.upsert_chat("c1", "alice")
-    operation = messages_core.append(
+    operation = append_ops.append(
         store.state, "c1", "main", [user("mine")], expected_head=None, on_conflict="rebase"
     )
     step = next(operation)
@@ -335,7 +335,7 @@ def test_a_resent_edit_is_answered_like_the_first_time(backend: str, namespace: 
     store.append("c1", "main", [NewMessage(user("a"), id="m1")], expected_head=None)
     first, second = send_twice(
         store,
-        messages_core.append(
+        append_ops.append(
             store.state,
             "c1",
             "main",

@@ -10,7 +10,7 @@ from typing import Any
 import msgpack
 import pytest
 
-from ctxstore.core.portable import (
+from ctxstore._core.format.portable import (
     MAX_JSON_DEPTH,
     MISSING,
     dumps_line,

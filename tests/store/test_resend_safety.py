@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.core import imports
-from ctxstore.core.imports import ChatImport
+from ctxstore._core.ops.transfer import imports
+from ctxstore._core.ops.transfer.imports import ChatImport
 from tests.support import servers
 from tests.support.proxy import ReplyDroppingProxy
 
@@ -115,7 +115,7 @@ def test_a_resent_checkpoint_deletion_answers_like_the_first(
 def test_a_resent_turn_take_keeps_one_fence(
     proxied: tuple[ctxstore.Store, ReplyDroppingProxy],
 ) -> None:
-    from ctxstore.core import turns
+    from ctxstore._core.ops import turns
 
     store, proxy = proxied
     store.upsert_chat("c1", "alice")

@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.core.preview import preview
-from ctxstore.summarizer import transcript_lines
-from ctxstore.tokens import MESSAGE_OVERHEAD_TOKENS, NAME_OVERHEAD_TOKENS, count_tokens
-from ctxstore.tool_groups import (
+from ctxstore.messages.text import preview
+from ctxstore.messages.tokens import MESSAGE_OVERHEAD_TOKENS, NAME_OVERHEAD_TOKENS, count_tokens
+from ctxstore.messages.tool_groups import (
     calls_tools,
     continues_tool_group,
     is_tool_call_item,
@@ -23,6 +22,7 @@ from ctxstore.tool_groups import (
     tool_group_start,
     tool_groups,
 )
+from ctxstore.window.summarizer import transcript_lines
 from tests.support.counting import letters, tokens_of
 
 

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.core.keys import CHAT_KEY_NAMES
+from ctxstore._core.keys import CHAT_KEY_NAMES
 from tests.conftest import backend_url
 from tests.support.facade import SyncOverAsync
 

@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.core import answer_stream, leases, protocol, turns
-from ctxstore.core.keys import CHAT_KEY_NAMES
-from ctxstore.core.scripts import PRELUDE, entry_script_names, load_script, script_dir
+from ctxstore._core import protocol
+from ctxstore._core.keys import CHAT_KEY_NAMES
+from ctxstore._core.ops import leases, turns
+from ctxstore._core.ops import streams as answer_stream
+from ctxstore._core.scripts import PRELUDE, entry_script_names, load_script, script_dir
 
 SCRIPTS = entry_script_names()
 

@@ -38,7 +38,7 @@ from hypothesis.stateful import (
 
 import ctxstore
 from ctxstore import NewMessage, errors
-from ctxstore.results import AppendResult
+from ctxstore.models import AppendResult
 from tests.support import servers
 from tests.support.store_model import Chat, ExpectedError, Item, StoreModel
 

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 import pytest
 
 import ctxstore
-from ctxstore.connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_SOCKET_TIMEOUT
+from ctxstore.store.connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_SOCKET_TIMEOUT
 
 
 @pytest.fixture

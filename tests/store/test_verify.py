@@ -10,11 +10,11 @@ import pytest
 
 import ctxstore
 from ctxstore import NewMessage
-from ctxstore.core import verify
-from ctxstore.core.keys import ChatKeys
-from ctxstore.core.protocol import Call, Operation
-from ctxstore.core.state import Limits
+from ctxstore._core.keys import ChatKeys
+from ctxstore._core.ops.verify import chat as verify
+from ctxstore._core.protocol import Call, Operation
 from ctxstore.errors import CtxStoreError
+from ctxstore.settings import Limits
 from tests.support.keyspace import raw_client
 
 Corrupt = Callable[[Any, ChatKeys, Any], None]

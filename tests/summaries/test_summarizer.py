@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.summarizer import LiteLLMSummarizer, SummarizerError, litellm_summarizer
-from ctxstore.tokens import count_tokens
+from ctxstore.messages.tokens import count_tokens
+from ctxstore.window.summarizer import LiteLLMSummarizer, SummarizerError, litellm_summarizer
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxstore.tokens import count_tokens
+from ctxstore.messages.tokens import count_tokens
 
 
 def letters(text: str) -> int:

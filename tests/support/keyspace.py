@@ -6,7 +6,7 @@ from typing import Any
 
 from redis.cluster import RedisCluster
 
-from ctxstore.connection import make_client, parse_url
+from ctxstore.store.connection import make_client, parse_url
 
 
 def raw_client(url: str) -> Any:

@@ -21,8 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxstore import errors
-from ctxstore.models import BranchInfo, ChatInfo, ChatMeta, CheckpointInfo
-from ctxstore.results import AppendResult, StoredMessage
+from ctxstore.models import (
+    AppendResult,
+    BranchInfo,
+    ChatInfo,
+    ChatMeta,
+    CheckpointInfo,
+    StoredMessage,
+)
 
 #: A generated message id: position, incarnation, tag (base32 lowercase letters and digits).
 GENERATED_ID = re.compile(r"^(\d+)\.([a-z2-7]+)\.([a-z2-7]+)$")

@@ -8,7 +8,7 @@ import sys
 import pytest
 
 from ctxstore import ValidationError
-from ctxstore.tokens import (
+from ctxstore.messages.tokens import (
     REPLY_PRIMING_TOKENS,
     count_tokens,
     estimate_from_characters,
@@ -117,7 +117,7 @@ def test_counting_needs_no_network_and_import_ctxstore_loads_no_tokenizer() -> N
         "import os, sys; os.environ.pop('TIKTOKEN_CACHE_DIR', None)\n"
         "import ctxstore\n"
         "assert 'tiktoken' not in sys.modules and 'litellm' not in sys.modules\n"
-        "from ctxstore.tokens import count_tokens, tokenizer_for\n"
+        "from ctxstore.messages.tokens import count_tokens, tokenizer_for\n"
         "assert tokenizer_for('gpt-4o') == 'tiktoken:o200k_base'\n"
         "print(count_tokens('hello world', 'gpt-4o'))\n"
         "assert 'litellm' not in sys.modules\n"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from ctxstore.core.jobs import CompactionTrigger
+from ctxstore.models import CompactionTrigger
 
 
 def grow(

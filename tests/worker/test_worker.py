@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.core.jobs import CompactionTrigger
+from ctxstore.models import CompactionTrigger
 from ctxstore.worker import Worker, list_dead_letters, worker_alive
 from tests.worker.support import grow
 

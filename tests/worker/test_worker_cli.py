@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore.cli import main
-from ctxstore.core.jobs import CompactionTrigger
+from ctxstore.cli.main import main
+from ctxstore.models import CompactionTrigger
 from ctxstore.worker import Worker
 from tests.worker.support import grow
 

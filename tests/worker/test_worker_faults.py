@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import ctxstore
-from ctxstore.core.jobs import CompactionTrigger
+from ctxstore.models import CompactionTrigger
 from ctxstore.worker import Worker
 from tests.support.counting import letters
 from tests.worker.support import grow

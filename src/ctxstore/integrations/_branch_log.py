@@ -26,16 +26,17 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from ctxstore.async_store import AsyncStore
-from ctxstore.core import messages as messages_ops
-from ctxstore.core.branches import create_branch
-from ctxstore.core.chats import delete_chat
-from ctxstore.core.ids import check_key_id
-from ctxstore.core.opening import upsert_chat
-from ctxstore.core.protocol import Operation
+from ctxstore._core.ids import check_key_id
+from ctxstore._core.ops import append as append_ops
+from ctxstore._core.ops import reads
+from ctxstore._core.ops.branches import create_branch
+from ctxstore._core.ops.chats import delete_chat
+from ctxstore._core.ops.opening import upsert_chat
+from ctxstore._core.protocol import Operation
 from ctxstore.errors import ChatNotFoundError, ConfigurationError, ValidationError
-from ctxstore.results import NewMessage
-from ctxstore.store import Store, connect
+from ctxstore.models import NewMessage
+from ctxstore.store.async_store import AsyncStore
+from ctxstore.store.sync_store import Store, connect
 
 T = TypeVar("T")
 
@@ -95,9 +96,9 @@ class BranchLog:
             raise ValidationError(f"limit must be an integer or None, got {limit!r}")
         if limit is not None and limit <= 0:
             return []
-        window = messages_ops.Window(newest=True) if limit else messages_ops.WHOLE_CHAIN
+        window = reads.Window(newest=True) if limit else reads.WHOLE_CHAIN
         try:
-            info, chain, _reply = yield from messages_ops.read_branch(
+            info, chain, _reply = yield from reads.read_branch(
                 self.store.state,
                 self.chat_id,
                 None,
@@ -118,7 +119,7 @@ class BranchLog:
         state = self.store.state
         for attempt in range(_CREATE_ATTEMPTS):
             try:
-                result = yield from messages_ops.append(
+                result = yield from append_ops.append(
                     state,
                     self.chat_id,
                     None,
@@ -142,12 +143,12 @@ class BranchLog:
         is empty; the message stays in the graph, on the branch it was popped from."""
         state = self.store.state
         try:
-            info, chain, _reply = yield from messages_ops.read_branch(
+            info, chain, _reply = yield from reads.read_branch(
                 state,
                 self.chat_id,
                 None,
                 max_depth=1,
-                window=messages_ops.Window(newest=True),
+                window=reads.Window(newest=True),
                 user_id=self.user_id,
             )
         except ChatNotFoundError:

@@ -45,10 +45,10 @@ except ImportError as error:  # pragma: no cover - exercised without the extra i
         "pip install 'ctxstore[openai-agents]'"
     ) from error
 
-from ctxstore.async_store import AsyncStore
 from ctxstore.errors import ValidationError
 from ctxstore.integrations._branch_log import BranchLog, open_store
-from ctxstore.store import Store
+from ctxstore.store.async_store import AsyncStore
+from ctxstore.store.sync_store import Store
 
 __all__ = ["CtxStoreSession"]
 

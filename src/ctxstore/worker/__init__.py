@@ -5,25 +5,25 @@ Names load on first use, so the CLI (which only registers the command) stays lig
 
 from __future__ import annotations
 
-import importlib
-from typing import Any
+from typing import TYPE_CHECKING
 
-_EXPORTS = {
-    "GROUP": "ctxstore.worker.streams",
-    "Job": "ctxstore.worker.streams",
-    "Worker": "ctxstore.worker.runner",
-    "WorkerStats": "ctxstore.worker.runner",
-    "list_dead_letters": "ctxstore.worker.probes",
-    "worker_alive": "ctxstore.worker.probes",
-}
+from ctxstore._exports import lazy_exports
 
 __all__ = ["GROUP", "Job", "Worker", "WorkerStats", "list_dead_letters", "worker_alive"]
 
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "GROUP": "ctxstore.worker.streams",
+        "Job": "ctxstore.worker.streams",
+        "Worker": "ctxstore.worker.runner",
+        "WorkerStats": "ctxstore.worker.runner",
+        "list_dead_letters": "ctxstore.worker.probes",
+        "worker_alive": "ctxstore.worker.probes",
+    },
+)
 
-def __getattr__(name: str) -> Any:
-    module = _EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'ctxstore.worker' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
+if TYPE_CHECKING:
+    from ctxstore.worker.probes import list_dead_letters, worker_alive
+    from ctxstore.worker.runner import Worker, WorkerStats
+    from ctxstore.worker.streams import GROUP, Job

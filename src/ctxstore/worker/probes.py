@@ -7,7 +7,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from ctxstore.async_store import connect_async
+from ctxstore.store.async_store import connect_async
 from ctxstore.worker.streams import dead_letters, live_workers
 
 #: A worker whose last heartbeat is older than this is not counted as alive.

@@ -26,11 +26,16 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from ctxstore.async_store import AsyncStore, connect_async
-from ctxstore.compaction import CompactionPolicy, CompactionResult, arun_compaction, compaction
 from ctxstore.errors import ChatNotFoundError, ConfigurationError
-from ctxstore.manager import ContextManager
-from ctxstore.tokens import MessageCounter, TokenCounter, message_counter
+from ctxstore.messages.tokens import MessageCounter, TokenCounter, message_counter
+from ctxstore.store.async_store import AsyncStore, connect_async
+from ctxstore.window.compaction import (
+    CompactionPolicy,
+    CompactionResult,
+    arun_compaction,
+    compaction,
+)
+from ctxstore.window.manager import ContextManager
 from ctxstore.worker.streams import Job, JobStreams, log_line
 
 log = logging.getLogger("ctxstore.worker")
@@ -330,6 +335,6 @@ def _summarizer(
             "a worker needs a summarizer: summary_model= (a litellm model name, or "
             "--summary-model / CTXSTORE_SUMMARY_MODEL) or compactify="
         )
-    from ctxstore.summarizer import litellm_summarizer
+    from ctxstore.window.summarizer import litellm_summarizer
 
     return litellm_summarizer(summary_model, **options)

@@ -17,7 +17,7 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
-from ctxstore.core.keys import Keyspace
+from ctxstore._core.keys import Keyspace
 
 #: The consumer group every worker of a namespace joins.
 GROUP = "ctxstore-compaction"

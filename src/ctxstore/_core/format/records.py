@@ -1,0 +1,262 @@
+"""Message records, and chain reads split into bounded chunks.
+
+A record is the msgpack array ``[parent position, created_at, payload, chosen id or nil, tag]``:
+the parent is -1 for a root and -2 for "the position before mine", so the client builds each
+record before knowing where it lands and the script rewrites only the few whose parent is
+elsewhere. The tag (6 random characters) ends every generated id. A
+script returns a chain as *ranges* of log positions (a chain's positions grow from root to
+head), with the records when there are few. A long chain's records are read by the client with
+plain ``LRANGE`` commands of bounded size, pipelined in one round trip (:func:`fetch_ranges`):
+records never change, so reading them after the script is as consistent as reading them in it,
+no single command holds Redis for long, and Redis spends a tenth of the time it spends passing
+each record through Lua. A whole chain decodes with one ``msgpack.unpackb``.
+"""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import msgpack
+
+from ctxstore._core.format.fields import corrupt
+from ctxstore.errors import CorruptionError
+from ctxstore.models import StoredMessage
+
+if TYPE_CHECKING:
+    pass
+from typing import TYPE_CHECKING
+
+from ctxstore._core.format.codec import plain_dict
+from ctxstore.errors import ValidationError
+
+if TYPE_CHECKING:
+    pass
+
+#: Chains at least this long are decoded with the cyclic garbage collector paused.
+GC_PAUSE_FROM = 256
+
+
+#: A record's parent field meaning "the position right before this one".
+PREVIOUS = -2
+
+
+def derived_id(position: int, incarnation: str, tag: str) -> str:
+    """The id of a message whose id was generated: ``<position>.<incarnation>.<tag>``."""
+    return f"{position}.{incarnation}.{tag}"
+
+
+def parent_position(parent: int, position: int) -> int:
+    """A record's parent field as a position (-1 for a root)."""
+    return position - 1 if parent == PREVIOUS else parent
+
+
+@dataclass(frozen=True)
+class Slice:
+    """Consecutive log positions ``first..last`` and their records."""
+
+    first: int
+    last: int
+    records: Sequence[bytes]
+
+
+def _array_header(count: int) -> bytes:
+    if count < 16:
+        return bytes((0x90 + count,))
+    if count < 1 << 16:
+        return b"\xdc" + count.to_bytes(2, "big")
+    return b"\xdd" + count.to_bytes(4, "big")
+
+
+def decode_records(parts: Sequence[Slice], key: str) -> list[Any]:
+    """Every record of ``parts`` (in order), decoded with one msgpack call."""
+    count = sum(part.last - part.first + 1 for part in parts)
+    if count == 0:
+        return []
+    blob = b"".join([_array_header(count), *(record for part in parts for record in part.records)])
+    try:
+        records = msgpack.unpackb(blob, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises several unrelated types for bad input
+        position = _first_undecodable(parts)
+        raise corrupt(
+            key, str(position), f"the record at position {position} is not valid msgpack ({exc})"
+        ) from exc
+    return list(records)
+
+
+def _first_undecodable(parts: Sequence[Slice]) -> int:
+    """Where decoding a chain failed: the first record that is not exactly one msgpack value."""
+    for part in parts:
+        for position, record in zip(range(part.first, part.last + 1), part.records, strict=True):
+            try:
+                msgpack.unpackb(record, raw=False, strict_map_key=False)
+            except Exception:  # msgpack raises several unrelated types for bad input
+                return position
+    return parts[0].first if parts else 0
+
+
+def _bad_record(key: str, position: int) -> CorruptionError:
+    return corrupt(key, str(position), f"the record at position {position} is not a message record")
+
+
+def record_fields(
+    record: Any, key: str, position: int
+) -> tuple[int, int, dict[str, Any], str | None, str]:
+    """(parent position, created_at, payload, chosen id or None, tag) of a decoded record."""
+    if type(record) is not list or len(record) not in (5, 6):
+        raise _bad_record(key, position)
+    parent, created_at, payload, chosen, tag = record[0], record[1], record[2], *record[-2:]
+    if (
+        type(parent) is not int
+        or type(created_at) is not int
+        or type(payload) is not dict
+        or not (chosen is None or type(chosen) is str)
+        or type(tag) is not str
+    ):
+        raise _bad_record(key, position)
+    return parent_position(parent, position), created_at, payload, chosen, tag
+
+
+def chain_messages(
+    parts: Sequence[Slice], incarnation: str, key: str, parent_id: str | None
+) -> tuple[list[StoredMessage], list[dict[str, Any]], str]:
+    """The messages of a chain's slices (root first), their payloads, and the last one's tag.
+
+    Each message's parent is the one before it (``parent_id`` for the first): a chain's records
+    are consecutive ancestors, which the script's walk guarantees.
+    """
+    count = sum(part.last - part.first + 1 for part in parts)
+    if count < GC_PAUSE_FROM:  # the usual warm read: a few new messages, no pause needed
+        return _decode_chain(parts, incarnation, key, parent_id)
+    with gc_paused():
+        return _decode_chain(parts, incarnation, key, parent_id)
+
+
+def _decode_chain(
+    parts: Sequence[Slice], incarnation: str, key: str, parent_id: str | None
+) -> tuple[list[StoredMessage], list[dict[str, Any]], str]:
+    positions = [p for part in parts for p in range(part.first, part.last + 1)]
+    records = decode_records(parts, key)
+    messages: list[StoredMessage] = []
+    payloads: list[dict[str, Any]] = []
+    append_message, append_payload = messages.append, payloads.append
+    tag = ""
+    for position, record in zip(positions, records, strict=True):
+        # record_fields, inlined: this loop runs once per message of every read.
+        if type(record) is not list or len(record) != 5:
+            if type(record) is list and len(record) == 6:
+                append_message(_with_metadata(record, position, incarnation, key, parent_id))
+                append_payload(record[2])
+                parent_id = messages[-1]["id"]
+                tag = record[5]
+                continue
+            raise _bad_record(key, position)
+        created_at, payload, chosen, tag = record[1], record[2], record[3], record[4]
+        if (
+            type(payload) is not dict
+            or type(created_at) is not int
+            or type(tag) is not str
+            or type(record[0]) is not int
+        ):
+            raise _bad_record(key, position)
+        if chosen is None:
+            message_id = f"{position}.{incarnation}.{tag}"
+        elif type(chosen) is str:
+            message_id = chosen
+        else:
+            raise _bad_record(key, position)
+        append_message(
+            {
+                "id": message_id,
+                "parent_id": parent_id,
+                "created_at": created_at,
+                "message": payload,
+            }
+        )
+        append_payload(payload)
+        parent_id = message_id
+    return messages, payloads, tag
+
+
+def _with_metadata(
+    record: list[Any], position: int, incarnation: str, key: str, parent_id: str | None
+) -> StoredMessage:
+    """A message whose record carries metadata (6 elements; the rare, slower path)."""
+    _parent, created_at, payload, chosen, tag = record_fields(record, key, position)
+    metadata = record[3]
+    if type(metadata) is not dict:
+        raise _bad_record(key, position)
+    return {
+        "id": chosen if chosen is not None else f"{position}.{incarnation}.{tag}",
+        "parent_id": parent_id,
+        "created_at": created_at,
+        "message": payload,
+        "metadata": metadata,
+    }
+
+
+def check_payload(payload: object, where: str) -> dict[str, Any]:
+    """A message: a mapping with string keys that is a chat message (a non-empty string
+    ``role``) or a role-less item of OpenAI's Responses API (a non-empty string ``type``:
+    ``function_call``, ``function_call_output``, ``reasoning``, ...)."""
+    if type(payload) is not dict and not isinstance(payload, Mapping):
+        raise ValidationError(
+            f"{where} must be a chat-message mapping, got {type(payload).__name__}"
+        )
+    role = payload.get("role")
+    if role is None:
+        kind = payload.get("type")
+        if not isinstance(kind, str) or not kind:
+            raise ValidationError(
+                f"{where} needs a non-empty string 'role' (a chat message) or, without a role, "
+                f"a non-empty string 'type' (an item such as function_call), got neither"
+            )
+    elif not isinstance(role, str) or not role:
+        raise ValidationError(f"{where} needs a non-empty string 'role', got {role!r}")
+    for key in payload:
+        if not isinstance(key, str):
+            raise ValidationError(f"{where} has a non-string key {key!r}")
+    return plain_dict(payload)
+
+
+def check_metadata(metadata: object, where: str) -> dict[str, Any]:
+    """A message's metadata: a mapping with string keys (encoded like the payload)."""
+    if not isinstance(metadata, Mapping):
+        raise ValidationError(f"{where} metadata must be a mapping, got {type(metadata).__name__}")
+    for key in metadata:
+        if not isinstance(key, str):
+            raise ValidationError(f"{where} metadata has a non-string key {key!r}")
+    return plain_dict(metadata)
+
+
+#: A record's start as the client writes it: a 5-element array whose parent is -2, "the
+#: position before mine" (the script rewrites it where the parent is elsewhere).
+_RECORD_HEAD = b"\x95\xfe"
+
+
+#: The same for a record with metadata (6 elements: the metadata comes before the chosen id).
+_RECORD_WITH_METADATA_HEAD = b"\x96\xfe"
+
+
+_NIL = b"\xc0"
+
+
+@contextmanager
+def gc_paused(pause: bool = True) -> Iterator[None]:
+    """The cyclic garbage collector off while a long chain is decoded.
+
+    Decoding allocates a few dicts per message, all of them acyclic and kept; left running, the
+    cyclic collector walks that growing heap again and again (a 10,000-message read saw its
+    median go from 34 to 44 ms and its p99 from 38 to 67 ms).
+    """
+    was_enabled = gc.isenabled()
+    if pause and was_enabled:
+        gc.disable()
+    try:
+        yield
+    finally:
+        if pause and was_enabled:
+            gc.enable()

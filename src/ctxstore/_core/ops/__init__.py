@@ -1,0 +1,1 @@
+"""Store operations by family: each function builds the calls of one operation (no I/O)."""

@@ -1,0 +1,258 @@
+"""Message operations: append (with head compare-and-set), read one, read a chain."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, get_args
+
+import msgpack
+
+from ctxstore._core.format.codec import encode
+from ctxstore._core.format.fields import text
+from ctxstore._core.format.tokens import token_entries
+from ctxstore._core.ids import check_name, new_request_id, new_tags
+from ctxstore._core.ops.chats import chat_context, keys_for, scope_args, touch_indexes, with_touch
+from ctxstore._core.ops.jobs import enqueue_compaction
+from ctxstore._core.protocol import Operation, script_call
+from ctxstore._core.scripts import load_script
+from ctxstore._core.state import StoreState
+from ctxstore.errors import ValidationError
+from ctxstore.messages.tokens import MessageCounter
+from ctxstore.models import (
+    AppendResult,
+    CompactionTrigger,
+    ConflictPolicy,
+    ExistingPolicy,
+    MessageInput,
+    NewMessage,
+)
+
+if TYPE_CHECKING:
+    pass
+from ctxstore._core.format.records import (
+    _NIL,
+    _RECORD_HEAD,
+    _RECORD_WITH_METADATA_HEAD,
+    check_metadata,
+    check_payload,
+)
+
+
+def own_id(item: object, where: str) -> tuple[object, str]:
+    """A plain dict's payload and chosen message id. A chat message's string ``"id"`` (a
+    message from a chat UI) names the message, so appending it again is recognized
+    (``MessageExistsError``, or an edit with ``on_existing="fork"``), and leaves the stored
+    dict: Chat Completions refuses unknown message keys. An item with a ``"type"`` (a Responses
+    item) is stored exactly as given under a generated id: that API wants its ids back, and
+    agent frameworks repeat them (the Agents SDK's ``"__fake_id__"``). ``NewMessage`` stores
+    any dict as given, under a generated or chosen id."""
+    if not isinstance(item, Mapping) or "id" not in item or "type" in item:
+        return item, ""
+    chosen = item["id"]
+    if not isinstance(chosen, str):
+        raise ValidationError(
+            f"{where} has an 'id' of type {type(chosen).__name__}; a message id is a string "
+            "(or pass NewMessage(message) to store the dict as it is under a generated id)"
+        )
+    check_name(chosen, f"{where} id")
+    return {key: value for key, value in item.items() if key != "id"}, chosen
+
+
+def check_policy(value: object, allowed: tuple[str, ...], what: str) -> str:
+    if value not in allowed:
+        raise ValidationError(f"{what} must be one of {allowed}, got {value!r}")
+    return str(value)
+
+
+def append_args(
+    state: StoreState,
+    messages: Iterable[MessageInput],
+    *,
+    now: int,
+    count_tokens: MessageCounter | None = None,
+    base: int = 0,
+) -> tuple[list[str], list[str], list[bytes], bytes]:
+    """The chosen ids ("" for each generated one), the tags, the records and the token entries
+    (counted with ``count_tokens``, else the store's counter); everything is validated and
+    encoded before anything is sent.
+
+    The client builds each record whole, ``[-2, created_at, payload, chosen id or nil, tag]``,
+    so the script touches only the few whose parent is not the position before them.
+    """
+    items = list(messages)
+    if not items:
+        raise ValidationError("append needs at least one message")
+    if len(items) > state.limits.max_batch:
+        raise ValidationError(
+            f"append takes at most {state.limits.max_batch} messages at once, got {len(items)}"
+        )
+    created = msgpack.packb(now)
+    limit = state.limits.max_message_bytes
+    chosen_ids: list[str] = []
+    records: list[bytes] = []
+    tags = new_tags(len(items))
+    seen: set[str] = set()
+    payloads: list[dict[str, Any]] = []
+    for index, item in enumerate(items):
+        where = f"messages[{index}]"
+        metadata = b""
+        if isinstance(item, NewMessage):
+            payload: object = item.message
+            chosen = "" if item.id is None else check_name(item.id, f"{where} id")
+            if item.metadata:
+                metadata = encode(
+                    check_metadata(item.metadata, where), what=f"{where} metadata", limit=limit
+                )
+        else:
+            payload, chosen = own_id(item, where)
+        if chosen:
+            if chosen in seen:
+                raise ValidationError(f"{where} repeats message id {chosen!r}")
+            seen.add(chosen)
+        chosen_ids.append(chosen)
+        checked = check_payload(payload, where)
+        payloads.append(checked)
+        body = encode(checked, what=where, limit=limit)
+        chosen_part = msgpack.packb(chosen) if chosen else _NIL
+        head = _RECORD_WITH_METADATA_HEAD if metadata else _RECORD_HEAD
+        records.append(
+            b"".join((head, created, body, metadata, chosen_part, msgpack.packb(tags[index])))
+        )
+    entries = token_entries(payloads, count_tokens or state.message_tokens, base)
+    return chosen_ids, tags, records, entries
+
+
+def append(
+    state: StoreState,
+    chat_id: str,
+    branch: str | None,
+    messages: Iterable[MessageInput],
+    *,
+    expected_head: str | None,
+    on_conflict: ConflictPolicy = "raise",
+    on_existing: ExistingPolicy = "raise",
+    user_id: str | None = None,
+    incarnation: str | None = None,
+    count_tokens: MessageCounter | None = None,
+    compaction: CompactionTrigger | None = None,
+) -> Operation[AppendResult]:
+    """Append in order and move the head, in one script; see ``lua/append.lua`` for the policies.
+    ``branch`` None writes to the branch that is active when the script runs.
+
+    ``user_id`` refuses another owner's chat and ``incarnation`` a chat re-created since the
+    caller knew it (both inside the script). The request id makes a resent call (after a lost
+    reply) answer like the first time instead of writing twice. ``compaction``: when the append
+    takes the branch's context to its threshold, the script sets the chat's job marker (once)
+    and, on a single server, adds the job to its stream; elsewhere the job follows the reply.
+    """
+    chat = state.keyspace.chat(chat_id)
+    if branch is not None:
+        check_name(branch, "branch")
+    if expected_head is not None:
+        check_name(expected_head, "expected_head")
+    check_policy(on_conflict, _CONFLICT_POLICIES, "on_conflict")
+    check_policy(on_existing, _EXISTING_POLICIES, "on_existing")
+    now = state.clock()
+    base = 0 if expected_head is None else state.head_sizes.get(chat_id, expected_head)
+    chosen_ids, tags, records, entries = append_args(
+        state, messages, now=now, count_tokens=count_tokens, base=base
+    )
+    script = load_script("append")
+    owner = user_id if user_id is not None else state.owners.get(chat_id)
+    keys = keys_for(script, chat)
+    in_script_index = owner is not None and not state.cluster
+    if in_script_index:
+        keys = (
+            *keys,
+            *state.keyspace.indexes_of(owner or ""),
+            state.keyspace.job_stream(chat_id),
+        )
+    fields = (
+        *scope_args(user_id, incarnation),
+        branch or "",
+        expected_head or "",
+        on_conflict,
+        on_existing,
+        str(now),
+        new_request_id(),
+        chat_id if in_script_index else "",
+        (owner or "") if in_script_index else "",
+        str(compaction.soft_tokens) if compaction is not None else "",
+        str(compaction.job_ttl_ms) if compaction is not None else "",
+        str(compaction.min_recent_messages) if compaction is not None else "",
+        str(base),
+    )
+    call = script_call(
+        script,
+        keys,
+        ("\t".join(fields), "\t".join(chosen_ids), entries, *records),
+        parse=lambda reply: _parse_append(reply, chosen_ids, tags),
+        context=chat_context(chat_id),
+        writes=True,
+    )
+    if in_script_index:
+        result, stored_owner, indexed, enqueued, head_tokens = yield call
+        state.owners.remember(chat_id, stored_owner)
+        if not indexed:
+            yield from touch_indexes(state, chat_id, stored_owner, result.updated_at)
+    else:
+        result, _owner, _indexed, enqueued, head_tokens = yield from with_touch(
+            state,
+            chat_id,
+            call,
+            now,
+            owner_of=lambda reply: reply[1],
+            updated_at_of=lambda reply: reply[0].updated_at,
+        )
+    state.head_sizes.remember(chat_id, result.head_message_id, head_tokens)
+    if compaction is not None and result.compaction_job is not None and not enqueued:
+        yield from enqueue_compaction(
+            state, chat_id, result.branch, result.compaction_job, compaction
+        )
+    appended: AppendResult = result
+    return appended
+
+
+_CONFLICT_POLICIES = get_args(ConflictPolicy)
+_EXISTING_POLICIES = get_args(ExistingPolicy)
+
+
+def _parse_append(
+    reply: Sequence[Any], chosen_ids: Sequence[str], tags: Sequence[str]
+) -> tuple[AppendResult, str, bool, bool, int]:
+    """The result, from the first position the script used and the messages that were edits:
+    a message keeps its chosen id unless it was an edit, else gets ``<pos>.<inc>.<tag>``."""
+    (
+        target,
+        first,
+        edits,
+        rebased,
+        conflict_fork,
+        created,
+        updated_at,
+        owner,
+        indexed,
+        inc,
+        context_tokens,
+        job,
+        enqueued,
+        head_tokens,
+    ) = reply
+    first, inc = int(first), text(inc)
+    edited = {int(index) - 1 for index in edits}
+    stored = tuple(
+        chosen if chosen and index not in edited else f"{first + index}.{inc}.{tags[index]}"
+        for index, chosen in enumerate(chosen_ids)
+    )
+    result = AppendResult(
+        branch=text(target),
+        head_message_id=stored[-1],
+        message_ids=stored,
+        rebased=bool(rebased),
+        conflict_fork=text(conflict_fork) or None,
+        created_branches=tuple(text(b) for b in created),
+        updated_at=int(updated_at),
+        context_tokens=int(context_tokens),
+        compaction_job=text(job) or None,
+    )
+    return result, text(owner), bool(indexed), bool(enqueued), int(head_tokens)

@@ -1,0 +1,1 @@
+"""A whole chat out (export) and in (import), in bounded chunks."""

@@ -1,0 +1,279 @@
+"""A chat in its portable form (:mod:`ctxstore.core.portable`), read in bounded chunks.
+
+One script (``lua/export_chat.lua``) reads, at one instant, the chat hash, its branches,
+checkpoints and summaries and the length of its log; the records up to that length are then read
+``limits.read_chunk_messages`` at a time with plain ``LRANGE`` and ``GETRANGE`` commands, one
+round trip per chunk, each checking the chat's incarnation (a chat deleted or re-created
+meanwhile is a :class:`~ctxstore.errors.ChatReplacedError`, never a mixed export). Records never
+change, so the export is the chat as it was at that instant, and the client holds one chunk of
+records at a time (plus each message's id and chain tokens, to name parents).
+
+:func:`export_chat` is a generator of steps: a :class:`~ctxstore.plans.RunOperation` for the
+shell to run (its result is sent back), or a record to hand to the caller. The shells drive it
+with :func:`ctxstore.transfer.iterate_export` / :func:`~ctxstore.transfer.aiterate_export`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Generator, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from ctxstore._core.format.chat import METADATA_PREFIX, USAGE_PREFIX, chat_meta
+from ctxstore._core.format.codec import decode
+from ctxstore._core.format.fields import corrupt, field_count, pairs
+from ctxstore._core.format.pointers import BranchRecord, branch_record, checkpoint_record
+from ctxstore._core.format.portable import FORMAT_VERSION, put_value
+from ctxstore._core.format.records import Slice, decode_records, derived_id, record_fields
+from ctxstore._core.format.summaries import parse_summary_member
+from ctxstore._core.format.tokens import TOK_WIDTH
+from ctxstore._core.keys import ChatKeys
+from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
+from ctxstore._core.plans import RunOperation
+from ctxstore._core.protocol import Operation, command_call, script_call
+from ctxstore._core.scripts import load_script
+from ctxstore._core.state import StoreState
+from ctxstore.errors import ChatReplacedError, CtxStoreError
+from ctxstore.models import StoredSummary
+
+#: What an export yields: an operation for the shell to run, or a record for the caller.
+ExportStep = RunOperation | dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """What ``export_chat.lua`` read at one instant, checked."""
+
+    chat: dict[str, Any]
+    incarnation: str
+    active_branch: str
+    branches: list[tuple[str, BranchRecord]]
+    checkpoints: list[tuple[str, int, str, int]]
+    summaries: list[tuple[int, StoredSummary]]
+    length: int
+
+
+def export_chat(
+    state: StoreState, chat_id: str, *, user_id: str | None = None
+) -> Generator[ExportStep, Any, None]:
+    """The chat's records: the chat, every message in write order, then its branches,
+    checkpoints and summaries (see :mod:`ctxstore.core.portable`)."""
+    keys = state.keyspace.chat(chat_id)
+    snapshot: Snapshot = yield RunOperation(read_snapshot(keys, user_id))
+    yield snapshot.chat
+    ids: list[str] = []
+    totals: list[int] = []
+    chunk = state.limits.read_chunk_messages
+    for first in range(0, snapshot.length, chunk):
+        last = min(first + chunk, snapshot.length) - 1
+        records, tok = yield RunOperation(read_chunk(keys, snapshot.incarnation, first, last))
+        yield from message_records(keys, snapshot.incarnation, first, records, tok, ids, totals)
+    yield from pointer_records(keys, snapshot, ids)
+
+
+def read_snapshot(keys: ChatKeys, user_id: str | None) -> Operation[Snapshot]:
+    """The chat hash, branches, checkpoints and summaries, and the log's length, at once."""
+    script = load_script("export_chat")
+    snapshot: Snapshot = yield script_call(
+        script,
+        keys_for(script, keys),
+        scope_args(user_id, None),
+        parse=lambda reply: _snapshot(keys, reply),
+        context=chat_context(keys.chat_id),
+    )
+    return snapshot
+
+
+def _snapshot(keys: ChatKeys, reply: Sequence[Any]) -> Snapshot:
+    flat_chat, flat_branches, flat_checkpoints, flat_summaries, length = reply
+    chat_key = keys.key("chat")
+    fields = pairs(flat_chat, chat_key)
+    meta = chat_meta(keys.chat_id, chat_key, fields)
+    branch_key, checkpoint_key = keys.key("branch"), keys.key("checkpoint")
+    branches = sorted(
+        (
+            (name, branch_record(name, raw, branch_key))
+            for name, raw in pairs(flat_branches, branch_key).items()
+        ),
+        key=lambda item: item[1].seq,
+    )
+    if meta.active_branch not in {name for name, _ in branches}:
+        raise corrupt(chat_key, "active_branch", "names no branch of the chat")
+    checkpoints = sorted(
+        (
+            (name, *checkpoint_record(name, raw, checkpoint_key))
+            for name, raw in pairs(flat_checkpoints, checkpoint_key).items()
+        ),
+        key=lambda item: item[4],
+    )
+    summary_key = keys.key("summary")
+    summaries = []
+    for index in range(0, len(flat_summaries), 2):
+        score = float(flat_summaries[index + 1])
+        if score != int(score) or not 0 <= score < int(length):
+            raise corrupt(summary_key, str(score), "scored with no position of the log")
+        position = int(score)
+        summaries.append(
+            (position, parse_summary_member(flat_summaries[index], summary_key, position))
+        )
+    metadata, usage = {}, {}
+    for name, raw in fields.items():
+        if name.startswith(METADATA_PREFIX):
+            metadata[name[len(METADATA_PREFIX) :]] = decode(raw, key=chat_key, field=name)
+        elif name.startswith(USAGE_PREFIX):
+            usage[name[len(USAGE_PREFIX) :]] = field_count(raw, chat_key, name)
+    ttl = fields.get("ttl")
+    chat: dict[str, Any] = {
+        "type": "chat",
+        "version": FORMAT_VERSION,
+        "id": meta.id,
+        "user_id": meta.user_id,
+        "title": meta.title,
+        "created_at": meta.created_at,
+        "updated_at": meta.updated_at,
+        "ttl_ms": None if ttl is None else field_count(ttl, chat_key, "ttl"),
+        "usage": usage,
+    }
+    put_value(chat, "metadata", metadata)
+    chat["counts"] = {
+        "messages": int(length),
+        "branches": len(branches),
+        "checkpoints": len(checkpoints),
+        "summaries": len(summaries),
+    }
+    return Snapshot(
+        chat=chat,
+        incarnation=meta.incarnation,
+        active_branch=meta.active_branch,
+        branches=branches,
+        checkpoints=[(name, pos, mid, created) for name, pos, mid, created, _seq in checkpoints],
+        summaries=sorted(summaries, key=lambda item: item[0]),
+        length=int(length),
+    )
+
+
+def read_chunk(
+    keys: ChatKeys, incarnation: str, first: int, last: int
+) -> Operation[tuple[list[bytes], bytes]]:
+    """The records and token entries of positions ``first..last``, in one round trip; the
+    chat's incarnation is read last, so a chat deleted or re-created before any of the reads
+    is seen."""
+    log_key, tok_key, chat_key = keys.key("log"), keys.key("tok"), keys.key("chat")
+    outcomes = yield (
+        command_call(("LRANGE", log_key, first, last), keys=(log_key,)),
+        command_call(
+            ("GETRANGE", tok_key, first * TOK_WIDTH, (last + 1) * TOK_WIDTH - 1), keys=(tok_key,)
+        ),
+        command_call(("HGET", chat_key, "inc"), keys=(chat_key,)),
+    )
+    for outcome in outcomes:
+        if isinstance(outcome, CtxStoreError):
+            raise outcome
+    records, tok, inc = outcomes
+    if inc is None or inc != incarnation.encode():
+        raise ChatReplacedError(
+            f"chat {keys.chat_id!r} was deleted or re-created while it was being exported",
+            **chat_context(keys.chat_id),
+        )
+    if len(records) != last - first + 1:
+        raise corrupt(log_key, str(last), f"the log ends before position {last}")
+    if len(tok) != (last - first + 1) * TOK_WIDTH:
+        raise corrupt(tok_key, str(last), f"no token entry for position {last}")
+    return list(records), bytes(tok)
+
+
+def message_records(
+    keys: ChatKeys,
+    incarnation: str,
+    first: int,
+    records: Sequence[bytes],
+    tok: bytes,
+    ids: list[str],
+    totals: list[int],
+) -> list[dict[str, Any]]:
+    """The message records of one chunk starting at position ``first``; ``ids`` and
+    ``totals`` (every earlier position's id and chain tokens) grow by the chunk's."""
+    log_key, tok_key = keys.key("log"), keys.key("tok")
+    decoded = decode_records([Slice(first, first + len(records) - 1, records)], log_key)
+    out = []
+    for offset, record in enumerate(decoded):
+        position = first + offset
+        parent, created_at, payload, chosen, tag = record_fields(record, log_key, position)
+        if not -1 <= parent < position:
+            raise corrupt(
+                log_key, str(position), f"the record names a parent ({parent}) that is not older"
+            )
+        at = offset * TOK_WIDTH
+        total = int.from_bytes(tok[at + 1 : at + TOK_WIDTH], "big")
+        own = total - (totals[parent] if parent >= 0 else 0)
+        if own < 0:
+            raise corrupt(
+                tok_key, str(position), "a chain total below the one of the message's parent"
+            )
+        message_id = chosen if chosen is not None else derived_id(position, incarnation, tag)
+        ids.append(message_id)
+        totals.append(total)
+        item: dict[str, Any] = {
+            "type": "message",
+            "id": message_id,
+            "parent_id": ids[parent] if parent >= 0 else None,
+            "created_at": created_at,
+            "tokens": own,
+        }
+        put_value(item, "message", payload)
+        if len(record) == 6:
+            if type(record[3]) is not dict:
+                raise corrupt(log_key, str(position), "message metadata that is not a map")
+            put_value(item, "metadata", record[3])
+        out.append(item)
+    return out
+
+
+def pointer_records(keys: ChatKeys, snapshot: Snapshot, ids: Sequence[str]) -> list[dict[str, Any]]:
+    """Branches, checkpoints and summaries, each checked to name the message at its position."""
+    out: list[dict[str, Any]] = []
+    for name, branch in snapshot.branches:
+        _check_pointer(keys.key("branch"), name, branch.position, branch.head, ids)
+        out.append(
+            {
+                "type": "branch",
+                "name": name,
+                "head": branch.head,
+                "created_at": branch.created_at,
+                "active": name == snapshot.active_branch,
+            }
+        )
+    for name, position, message_id, created_at in snapshot.checkpoints:
+        _check_pointer(keys.key("checkpoint"), name, position, message_id, ids)
+        out.append(
+            {
+                "type": "checkpoint",
+                "name": name,
+                "message_id": message_id,
+                "created_at": created_at,
+            }
+        )
+    for position, summary in snapshot.summaries:
+        field = str(position)
+        _check_pointer(keys.key("summary"), field, position, summary["message_id"], ids)
+        item: dict[str, Any] = {
+            "type": "summary",
+            "message_id": summary["message_id"],
+            "created_at": summary["created_at"],
+            "tokens": summary["tokens"],
+            "content": summary["content"],
+        }
+        put_value(item, "metadata", summary["metadata"])
+        out.append(item)
+    return out
+
+
+def _check_pointer(
+    key: str, name: str, position: int, message_id: str | None, ids: Sequence[str]
+) -> None:
+    if position == -1 and message_id is None:
+        return
+    if not 0 <= position < len(ids) or ids[position] != message_id:
+        raise corrupt(
+            key, name, f"names message {message_id!r} at position {position}, which holds another"
+        )

@@ -1,0 +1,535 @@
+"""Importing a chat from its portable form (:mod:`ctxstore.core.portable`).
+
+An import must never leave half a chat where a reader could see it, and must not hold Redis for
+long however big the chat is. So it is built aside and published at once:
+
+1. Records are checked as they arrive and turned into exactly what the store keeps (log records,
+   alias entries, runs, token entries, branch, checkpoint and summary records). Every
+   :data:`CHUNK_RECORDS` messages (or :data:`CHUNK_BYTES`), ``lua/import_stage.lua`` adds them
+   to *staging keys*: beside the chat's keys (same hash tag), under names no read looks at,
+   expiring :data:`STAGING_TTL_MS` after the last chunk.
+2. Once the last record has arrived and the whole import checks out (its counts match the chat
+   record, exactly one branch is active), ``lua/import_publish.lua`` renames the staging keys
+   into place and writes the chat hash, in one script of constant work: before it no chat
+   exists, after it the whole chat does. Then the chat enters the listing indexes (as when a
+   chat is created). A chat id that exists is refused (``ConflictError``), and nothing is
+   written.
+3. A failure on the way (a malformed record, a refused publish, a lost connection) removes the
+   staging keys; if the process dies, they expire.
+
+Ids: the chat gets a new incarnation, as every chat created does (so engines, caches and
+readers that knew a chat of the same id deleted since never take this one for it), and every
+message keeps the id it was exported with, stored as a chosen id. A generated id of the source
+chat names the same message here, and an export of the imported chat writes the same ids; new
+messages appended after the import get generated ids of the new incarnation. The cost: one
+alias entry and the id inside each record, as for any chosen id.
+
+Positions, parents, runs and token totals are the source's (records come in write order), so
+every chain, window and size reads back as it was.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+import msgpack
+
+from ctxstore._core.format.chat import USAGE_PREFIX, chat_meta
+from ctxstore._core.format.codec import encode
+from ctxstore._core.format.fields import MAX_COUNT
+from ctxstore._core.format.portable import FORMAT_VERSION, MISSING, take_value
+from ctxstore._core.format.records import check_metadata, check_payload
+from ctxstore._core.format.summaries import MAX_SUMMARY_TOKENS, SUMMARY_TOKEN_BYTES
+from ctxstore._core.format.tokens import MAX_CHAIN_TOKENS, MAX_MESSAGE_TOKENS, TOOL_RESULT
+from ctxstore._core.ids import check_key_id, check_name, new_incarnation, new_tags
+from ctxstore._core.keys import ChatKeys
+from ctxstore._core.ops import indexes
+from ctxstore._core.ops.chats import chat_context, check_title, log_index_failures, metadata_args
+from ctxstore._core.protocol import Arg, Operation, command_call, script_call
+from ctxstore._core.scripts import load_script
+from ctxstore._core.state import StoreState
+from ctxstore.errors import LimitExceededError, ValidationError
+from ctxstore.messages.tool_groups import TOOL_RESULT_ROLES
+from ctxstore.settings import MAX_TTL_SECONDS
+
+if TYPE_CHECKING:
+    from ctxstore.models import ChatMeta
+
+#: Messages per staging chunk, and the bytes after which a chunk goes early (records of up to
+#: 1 MiB each): a chunk costs Redis about what an append of as many messages costs.
+CHUNK_RECORDS = 1000
+CHUNK_BYTES = 8 << 20
+#: How long staging keys outlive the last chunk that touched them.
+STAGING_TTL_MS = 15 * 60 * 1000
+#: The staged keys, in the order both scripts take them.
+STAGED = ("log", "alias", "runs", "tok", "branch", "checkpoint", "summary")
+#: Times inside branch and checkpoint records: the scripts read at most 15 digits.
+_MAX_RECORD_NUMBER = 10**15 - 1
+_MAX_MSGPACK_INT = (1 << 63) - 1
+_RECORD_HEAD = b"\x95"
+_RECORD_WITH_METADATA_HEAD = b"\x96"
+#: A message record's parent field meaning "the position right before this one".
+_PREVIOUS = -2
+
+_FIELDS = {
+    "chat": {
+        "type",
+        "version",
+        "id",
+        "user_id",
+        "title",
+        "created_at",
+        "updated_at",
+        "ttl_ms",
+        "usage",
+        "metadata",
+        "metadata_msgpack",
+        "counts",
+    },
+    "message": {
+        "type",
+        "id",
+        "parent_id",
+        "created_at",
+        "tokens",
+        "message",
+        "message_msgpack",
+        "metadata",
+        "metadata_msgpack",
+    },
+    "branch": {"type", "name", "head", "created_at", "active"},
+    "checkpoint": {"type", "name", "message_id", "created_at"},
+    "summary": {
+        "type",
+        "message_id",
+        "created_at",
+        "tokens",
+        "content",
+        "metadata",
+        "metadata_msgpack",
+    },
+}
+_COUNTED = ("messages", "branches", "checkpoints", "summaries")
+
+
+@dataclass
+class _Chunk:
+    """What the next staging call adds."""
+
+    records: list[bytes] = field(default_factory=list)
+    tok: bytearray = field(default_factory=bytearray)
+    aliases: list[Arg] = field(default_factory=list)
+    runs: list[Arg] = field(default_factory=list)
+    branches: list[Arg] = field(default_factory=list)
+    checkpoints: list[Arg] = field(default_factory=list)
+    summaries: list[Arg] = field(default_factory=list)
+    size: int = 0
+
+    @property
+    def items(self) -> int:
+        return (
+            len(self.records)
+            + (len(self.branches) + len(self.checkpoints) + len(self.summaries)) // 2
+        )
+
+    def counts(self) -> str:
+        return "\t".join(
+            str(count)
+            for count in (
+                len(self.records),
+                len(self.aliases) // 2,
+                len(self.runs) // 2,
+                len(self.branches) // 2,
+                len(self.checkpoints) // 2,
+                len(self.summaries) // 2,
+            )
+        )
+
+
+@dataclass(frozen=True)
+class _Header:
+    """The chat record, checked."""
+
+    chat_id: str
+    user_id: str
+    title: str | None
+    created_at: int
+    updated_at: int
+    ttl_ms: int | None
+    fields: list[Arg]
+    counts: dict[str, int]
+
+
+class ChatImport:
+    """One import: :meth:`feed` each record (it returns a staging operation to run when a chunk
+    is full), then run :meth:`finish`; on any failure run :meth:`discard` (see
+    :func:`ctxstore.transfer.run_import`). I/O-free: the shells run what it returns."""
+
+    def __init__(
+        self, state: StoreState, *, chat_id: str | None = None, user_id: str | None = None
+    ) -> None:
+        self._state = state
+        self._chat_id = None if chat_id is None else check_key_id(chat_id, "chat_id")
+        self._user_id = None if user_id is None else check_key_id(user_id, "user_id")
+        self._incarnation = new_incarnation()
+        self._generated = re.compile(rf"[0-9]+\.{self._incarnation}\.[a-z2-7]+")
+        self._token = new_incarnation()
+        self._number = 0
+        self._header: _Header | None = None
+        self._keys: ChatKeys | None = None
+        self._positions: dict[str, int] = {}
+        self._depths: list[int] = []
+        self._totals: list[int] = []
+        self._tags: list[str] = []
+        self._chunk = _Chunk()
+        self._staged = 0
+        self._aliases = 0
+        self._runs = 0
+        self._branches: set[str] = set()
+        self._active: list[str] = []
+        self._checkpoints: set[str] = set()
+        self._summaries: set[int] = set()
+
+    # --- records -------------------------------------------------------------------------------
+
+    def feed(self, record: object) -> Operation[None] | None:
+        """Check one record and take it in; returns the staging operation of a full chunk."""
+        self._number += 1
+        where = f"record {self._number}"
+        if not isinstance(record, Mapping):
+            raise ValidationError(f"{where} is not a mapping but a {type(record).__name__}")
+        kind = record.get("type")
+        if not isinstance(kind, str) or kind not in _FIELDS:
+            raise ValidationError(
+                f"{where} has type {kind!r}; a record's type is one of {sorted(_FIELDS)}"
+            )
+        where = f"{where} ({kind})"
+        unknown = set(record) - _FIELDS[kind]
+        if unknown:
+            raise ValidationError(
+                f"{where} has fields this format does not: {sorted(map(str, unknown))}"
+            )
+        if (kind == "chat") != (self._number == 1):
+            raise ValidationError(
+                f"{where}: an export starts with its one chat record"
+                if self._number == 1
+                else f"{where}: only the first record is a chat"
+            )
+        if kind == "chat":
+            self._header = self._start(record, where)
+        elif kind == "message":
+            self._message(record, where)
+        elif kind == "branch":
+            self._branch(record, where)
+        elif kind == "checkpoint":
+            self._checkpoint(record, where)
+        else:
+            self._summary(record, where)
+        if self._chunk.items >= CHUNK_RECORDS or self._chunk.size >= CHUNK_BYTES:
+            return self._stage()
+        return None
+
+    def _start(self, record: Mapping[str, Any], where: str) -> _Header:
+        version = record.get("version")
+        if type(version) is not int or version != FORMAT_VERSION:
+            raise ValidationError(
+                f"{where} has format version {version!r}; this ctxstore reads version "
+                f"{FORMAT_VERSION}"
+            )
+        chat_id = self._chat_id or check_key_id(record.get("id"), f"{where} id")
+        user_id = self._user_id or check_key_id(record.get("user_id"), f"{where} user_id")
+        title = record.get("title")
+        if title is not None:
+            check_title(title)
+        ttl = record.get("ttl_ms")
+        if ttl is not None and not _whole(ttl, 1, MAX_TTL_SECONDS * 1000):
+            raise ValidationError(f"{where} ttl_ms must be null or a positive whole number")
+        metadata = take_value(record, "metadata", where, required=True)
+        if not isinstance(metadata, Mapping):
+            raise ValidationError(f"{where} metadata must be a mapping")
+        fields = metadata_args(metadata, self._state)
+        usage = record.get("usage")
+        if not isinstance(usage, Mapping):
+            raise ValidationError(f"{where} usage must be a mapping of counters")
+        for name, value in usage.items():
+            check_name(name, f"{where} usage counter")
+            if not _whole(value, 0, MAX_COUNT):
+                raise ValidationError(f"{where} usage {name!r} must be a count up to 2^53")
+            fields += [USAGE_PREFIX + name, str(value)]
+        counts = record.get("counts")
+        if not isinstance(counts, Mapping) or set(counts) != set(_COUNTED):
+            raise ValidationError(f"{where} counts must name {', '.join(_COUNTED)}")
+        for name in _COUNTED:
+            if not _whole(counts[name], 0, MAX_COUNT):
+                raise ValidationError(f"{where} counts {name!r} must be a count")
+        self._keys = self._state.keyspace.chat(chat_id)
+        return _Header(
+            chat_id=chat_id,
+            user_id=user_id,
+            title=title,
+            created_at=_time(record, "created_at", where, MAX_COUNT),
+            updated_at=_time(record, "updated_at", where, MAX_COUNT),
+            ttl_ms=ttl,
+            fields=fields,
+            counts={name: counts[name] for name in _COUNTED},
+        )
+
+    def _message(self, record: Mapping[str, Any], where: str) -> None:
+        message_id = check_name(record.get("id"), f"{where} id")
+        if message_id in self._positions:
+            raise ValidationError(f"{where} repeats message id {message_id!r}")
+        if self._generated.fullmatch(message_id):
+            raise ValidationError(f"{where} id {message_id!r} has the form of a generated id")
+        parent = self._reference(record.get("parent_id"), f"{where} parent_id", nullable=True)
+        created_at = _time(record, "created_at", where, _MAX_MSGPACK_INT)
+        tokens = _count(
+            record.get("tokens"),
+            MAX_MESSAGE_TOKENS,
+            f"{where} tokens must be a count up to {MAX_MESSAGE_TOKENS}",
+        )
+        limit = self._state.limits.max_message_bytes
+        payload = check_payload(take_value(record, "message", where, required=True), where)
+        body = encode(payload, what=where, limit=limit)
+        metadata = take_value(record, "metadata", where, required=False)
+        extra = b""
+        if metadata is not MISSING:
+            extra = encode(check_metadata(metadata, where), what=f"{where} metadata", limit=limit)
+        position = len(self._depths)
+        depth = (self._depths[parent] if parent >= 0 else 0) + 1
+        if depth > self._state.limits.max_chain_depth:
+            limit_depth = self._state.limits.max_chain_depth
+            raise LimitExceededError(
+                f"{where} makes a chain of {depth} messages, over the limit of {limit_depth}",
+                what="chain depth",
+                limit=limit_depth,
+                length=depth,
+            )
+        total = (self._totals[parent] if parent >= 0 else 0) + tokens
+        if total > MAX_CHAIN_TOKENS:
+            raise ValidationError(f"{where} makes a chain of more than 2^40 tokens")
+        if not self._tags:
+            self._tags = new_tags(256)
+        tag = self._tags.pop()
+        follows = parent >= 0 and parent == position - 1
+        chunk = self._chunk
+        record_bytes = b"".join(
+            (
+                _RECORD_WITH_METADATA_HEAD if metadata is not MISSING else _RECORD_HEAD,
+                msgpack.packb(_PREVIOUS if follows else parent),
+                msgpack.packb(created_at),
+                body,
+                extra,
+                msgpack.packb(message_id),
+                msgpack.packb(tag),
+            )
+        )
+        chunk.records.append(record_bytes)
+        chunk.size += len(record_bytes)
+        flags = TOOL_RESULT if payload.get("role") in TOOL_RESULT_ROLES else 0
+        chunk.tok += bytes((flags,)) + total.to_bytes(5, "big")
+        chunk.aliases += [message_id, position]
+        self._aliases += 1
+        if not follows:
+            chunk.runs += [position, f"{position}:{parent}:{depth}"]
+            self._runs += 1
+        self._positions[message_id] = position
+        self._depths.append(depth)
+        self._totals.append(total)
+
+    def _branch(self, record: Mapping[str, Any], where: str) -> None:
+        name = check_name(record.get("name"), f"{where} name")
+        if name in self._branches:
+            raise ValidationError(f"{where} repeats branch {name!r}")
+        head = record.get("head")
+        position = self._reference(head, f"{where} head", nullable=True)
+        created_at = _time(record, "created_at", where, _MAX_RECORD_NUMBER)
+        active = record.get("active")
+        if type(active) is not bool:
+            raise ValidationError(f"{where} active must be true or false")
+        self._branches.add(name)
+        if active:
+            self._active.append(name)
+        depth = self._depths[position] if position >= 0 else 0
+        seq = len(self._branches)
+        raw = f"{position}\t{head or ''}\t{created_at}\t{seq}\t{depth}"
+        self._chunk.branches += [name, raw]
+        self._chunk.size += len(raw)
+
+    def _checkpoint(self, record: Mapping[str, Any], where: str) -> None:
+        name = check_name(record.get("name"), f"{where} name")
+        if name in self._checkpoints:
+            raise ValidationError(f"{where} repeats checkpoint {name!r}")
+        message_id = record.get("message_id")
+        position = self._reference(message_id, f"{where} message_id", nullable=False)
+        created_at = _time(record, "created_at", where, _MAX_RECORD_NUMBER)
+        self._checkpoints.add(name)
+        raw = f"{position}\t{message_id}\t{created_at}\t{len(self._checkpoints)}"
+        self._chunk.checkpoints += [name, raw]
+        self._chunk.size += len(raw)
+
+    def _summary(self, record: Mapping[str, Any], where: str) -> None:
+        message_id = record.get("message_id")
+        position = self._reference(message_id, f"{where} message_id", nullable=False)
+        if position in self._summaries:
+            raise ValidationError(f"{where}: message {message_id!r} has a summary already")
+        created_at = _time(record, "created_at", where, _MAX_MSGPACK_INT)
+        problem = f"{where} tokens must be a count up to 2^40 - 1"
+        tokens = _count(record.get("tokens"), MAX_SUMMARY_TOKENS, problem)
+        content = record.get("content")
+        if not isinstance(content, str) or not content.strip():
+            raise ValidationError(f"{where} content must be a non-empty text")
+        metadata = take_value(record, "metadata", where, required=True)
+        if type(metadata) is not dict:
+            raise ValidationError(f"{where} metadata must be a mapping")
+        body = encode(
+            {
+                "message_id": message_id,
+                "created_at": created_at,
+                "content": content,
+                "metadata": metadata,
+            },
+            what=where,
+            limit=self._state.limits.max_message_bytes,
+            strict=True,
+        )
+        self._summaries.add(position)
+        member = tokens.to_bytes(SUMMARY_TOKEN_BYTES, "big") + body
+        self._chunk.summaries += [position, member]
+        self._chunk.size += len(member)
+
+    def _reference(self, value: object, where: str, *, nullable: bool) -> int:
+        """The position of the earlier message ``value`` names (-1 for null, when allowed)."""
+        if value is None and nullable:
+            return -1
+        position = self._positions.get(value) if isinstance(value, str) else None
+        if position is None:
+            raise ValidationError(f"{where} {value!r} names no message before this record")
+        return position
+
+    # --- operations ----------------------------------------------------------------------------
+
+    def _stage(self) -> Operation[None]:
+        """The staging call of the chunk taken in so far (and a fresh chunk for what follows)."""
+        keys, chunk, first = self._staging_keys(), self._chunk, self._staged
+        self._chunk = _Chunk()
+        self._staged += len(chunk.records)
+        script = load_script("import_stage")
+        yield script_call(
+            script,
+            keys,
+            (
+                first,
+                STAGING_TTL_MS,
+                bytes(chunk.tok),
+                chunk.counts(),
+                *chunk.records,
+                *chunk.aliases,
+                *chunk.runs,
+                *chunk.branches,
+                *chunk.checkpoints,
+                *chunk.summaries,
+            ),
+            parse=int,
+            context=chat_context(self._require_keys().chat_id),
+            writes=True,
+        )
+
+    def finish(self) -> Operation[ChatMeta]:
+        """Stage what is left, check the import is whole, publish it, then index it."""
+        header = self._header
+        if header is None:
+            raise ValidationError("nothing to import: an export starts with its chat record")
+        found = {
+            "messages": len(self._depths),
+            "branches": len(self._branches),
+            "checkpoints": len(self._checkpoints),
+            "summaries": len(self._summaries),
+        }
+        for name in _COUNTED:
+            if found[name] != header.counts[name]:
+                raise ValidationError(
+                    f"the export holds {found[name]} {name} where its chat record says "
+                    f"{header.counts[name]}: it is incomplete or was changed"
+                )
+        if len(self._active) != 1:
+            raise ValidationError(
+                f"an export has exactly one active branch, this one {len(self._active)}"
+            )
+        if self._chunk.items or self._chunk.runs:
+            yield from self._stage()
+        keys = self._require_keys()
+        script = load_script("import_publish")
+        counts = (
+            len(self._depths),
+            self._aliases,
+            self._runs,
+            len(self._branches),
+            len(self._checkpoints),
+            len(self._summaries),
+        )
+        meta: ChatMeta = yield script_call(
+            script,
+            (*keys.select(script.key_names[:10]), *self._staging_keys()),
+            (
+                header.user_id,
+                self._incarnation,
+                header.created_at,
+                header.updated_at,
+                self._active[0],
+                "0" if header.title is None else "1",
+                header.title or "",
+                "" if header.ttl_ms is None else header.ttl_ms,
+                "\t".join(str(count) for count in counts),
+                *header.fields,
+            ),
+            parse=lambda reply: chat_meta(keys.chat_id, keys.key("chat"), reply),
+            context=chat_context(keys.chat_id),
+            writes=True,
+        )
+        self._state.owners.remember(keys.chat_id, meta.user_id)
+        self._state.cache.forget(keys.chat_id)
+        outcomes = yield indexes.touch_calls(
+            self._state, keys.chat_id, meta.user_id, meta.updated_at, "GT"
+        )
+        log_index_failures(outcomes)
+        return meta
+
+    def discard(self) -> Operation[None] | None:
+        """Removing the staging keys (None when nothing can have been staged)."""
+        if self._keys is None:
+            return None
+        staged = self._staging_keys()
+        return self._unlink(staged)
+
+    @staticmethod
+    def _unlink(staged: tuple[str, ...]) -> Operation[None]:
+        yield command_call(("UNLINK", *staged), keys=staged, writes=True)
+
+    def _require_keys(self) -> ChatKeys:
+        if self._keys is None:
+            raise ValidationError("nothing to import: an export starts with its chat record")
+        return self._keys
+
+    def _staging_keys(self) -> tuple[str, ...]:
+        keys = self._require_keys()
+        return tuple(keys.staging(self._token, name) for name in STAGED)
+
+
+def _whole(value: object, low: int, high: int) -> bool:
+    return type(value) is int and low <= value <= high
+
+
+def _count(value: object, high: int, problem: str) -> int:
+    """``value`` when it is an int from 0 to ``high`` (not a bool), else the ValidationError."""
+    if type(value) is not int or not 0 <= value <= high:
+        raise ValidationError(problem)
+    return value
+
+
+def _time(record: Mapping[str, Any], name: str, where: str, high: int) -> int:
+    return _count(
+        record.get(name), high, f"{where} {name} must be a whole number of epoch milliseconds"
+    )

@@ -1,0 +1,239 @@
+"""Calls, operations, and the I/O-free driver that runs them.
+
+A :class:`Call` is one Redis command (a Lua script or a plain command) with the function that
+parses its reply. An *operation* is a generator that yields steps and receives their results:
+a step is one call (the result, or the ctxstore error, is sent back) or a tuple of calls sent as
+one pipeline (a list of results and errors is sent back). Single-script operations yield once;
+multi-step ones (listing chats, index maintenance) yield more.
+
+:class:`Exchange` drives an operation without doing I/O: it turns steps into *wire requests*
+(lists of command tuples), and turns the raw replies into results. It handles NOSCRIPT by
+re-sending the affected calls as EVAL (which also re-caches the script), and translates error
+replies. The sync and async stores differ only in how they send a wire request. With a
+:class:`~ctxstore.core.durability.Durability` it also sends a wait after every call marked as a
+write, and judges it (see :mod:`ctxstore.core.durability`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Generator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from ctxstore._core import failures
+from ctxstore._core.durability import Durability
+from ctxstore._core.scripts import LuaScript
+from ctxstore.errors import CorruptionError, CtxStoreError, DurabilityError
+
+T = TypeVar("T")
+Arg = str | bytes | int | float
+WireCommand = tuple[Arg, ...]
+
+
+def _identity(reply: Any) -> Any:
+    return reply
+
+
+@dataclass(frozen=True, slots=True)
+class Call(Generic[T]):
+    """One command and how to read its reply.
+
+    ``script`` set: EVALSHA of that script with ``keys`` and ``args``. ``script`` None: the plain
+    command ``args`` (``keys`` lists the keys it touches, for routing and for tests).
+    ``context`` (chat id, ...) goes into error messages. ``writes``: the call changes chat data,
+    so a store with ``durability=`` waits for it to be replicated (or fsynced); a callable tells
+    from the parsed reply whether it did write (opening a chat creates it only when missing).
+    """
+
+    script: LuaScript | None
+    keys: tuple[str, ...]
+    args: tuple[Arg, ...]
+    parse: Callable[[Any], T] = field(default=_identity)
+    context: Mapping[str, Any] = field(default_factory=dict)
+    writes: bool | Callable[[T], bool] = False
+
+    def wire(self, *, with_source: bool = False) -> WireCommand:
+        """The command tuple: EVALSHA, or EVAL with the full source after a NOSCRIPT reply."""
+        if self.script is None:
+            return self.args
+        head: WireCommand = (
+            ("EVAL", self.script.source) if with_source else ("EVALSHA", self.script.sha)
+        )
+        return (*head, len(self.keys), *self.keys, *self.args)
+
+
+def script_call(
+    script: LuaScript,
+    keys: Sequence[str],
+    args: Sequence[Arg],
+    parse: Callable[[Any], T],
+    context: Mapping[str, Any] | None = None,
+    *,
+    writes: bool | Callable[[T], bool] = False,
+) -> Call[T]:
+    """A script call; the keys must be the script's declared KEYS (optional ones all or none)."""
+    if len(keys) not in (script.required_keys, len(script.key_names)):
+        raise AssertionError(
+            f"{script.name} declares {len(script.key_names)} keys, got {len(keys)}"
+        )
+    return Call(script, tuple(keys), tuple(args), parse, context or {}, writes)
+
+
+def command_call(
+    args: Sequence[Arg],
+    keys: Sequence[str],
+    parse: Callable[[Any], T] = _identity,
+    *,
+    writes: bool = False,
+) -> Call[T]:
+    """A plain command (used for the cross-slot chat indexes)."""
+    return Call(None, tuple(keys), tuple(args), parse, writes=writes)
+
+
+Batch = tuple[Call[Any], ...]
+Step = Call[Any] | Batch
+#: A store operation: yields steps, receives results, returns its value.
+Operation = Generator[Step, Any, T]
+#: What a pipeline returns per command: a reply or the error for that command.
+Outcome = Any
+
+
+class Exchange(Generic[T]):
+    """Runs one operation over any transport: ``request()``, ``respond(replies)``, ``result``.
+
+    With ``durability``, each call marked as a write is followed by the wait command, in the
+    same request, on the same connection (on a Cluster the shells route it to the node of the
+    command before it). A write whose wait falls short still completes the operation (its result
+    is what the primary did, and the operation's later steps run); ``result`` then raises
+    :class:`~ctxstore.errors.DurabilityError` carrying it.
+    """
+
+    def __init__(self, operation: Operation[T], durability: Durability | None = None) -> None:
+        self._operation = operation
+        self._durability = durability
+        self._shortfall: DurabilityError | None = None
+        self._step: Step | None = None
+        self._calls: tuple[Call[Any], ...] = ()
+        self._outcomes: list[Outcome] = []
+        self._resend: list[int] = []
+        self._done = False
+        self._result: T | None = None
+        self._advance(lambda: next(self._operation))
+
+    @property
+    def done(self) -> bool:
+        return self._done
+
+    @property
+    def result(self) -> T:
+        if not self._done:
+            raise RuntimeError("the operation has not finished")
+        if self._shortfall is not None:
+            self._shortfall.result = self._result
+            raise self._shortfall
+        return self._result  # type: ignore[return-value]
+
+    def request(self) -> list[WireCommand]:
+        """The commands to send now, in order, as one round trip."""
+        commands: list[WireCommand] = []
+        for index in self._resend or range(len(self._calls)):
+            call = self._calls[index]
+            commands.append(call.wire(with_source=bool(self._resend)))
+            if self._durability is not None and self._waits_after(call):
+                commands.append(self._durability.wait_command())
+        return commands
+
+    def respond(self, replies: Sequence[Outcome]) -> None:
+        """Feed the replies to the last request (errors as exception objects, in place)."""
+        targets = self._resend or list(range(len(self._calls)))
+        expected = sum(1 + self._waits_after(self._calls[i]) for i in targets)
+        if len(replies) != expected:
+            raise RuntimeError(f"expected {expected} replies, got {len(replies)}")
+        pending = iter(replies)
+        retry = []
+        for index in targets:
+            call = self._calls[index]
+            reply = next(pending)
+            waits = self._waits_after(call)
+            waited = next(pending) if waits else None
+            if call.script is not None and not self._resend and failures.is_noscript(reply):
+                retry.append(index)
+            else:
+                self._outcomes[index] = self._complete(call, reply)
+                if waits:
+                    self._judge(call, self._outcomes[index], waited)
+        self._resend = retry
+        if retry:
+            return
+        if isinstance(self._step, Call):
+            outcome = self._outcomes[0]
+            if isinstance(outcome, CtxStoreError):
+                self._advance(lambda: self._operation.throw(outcome))
+            else:
+                self._advance(lambda: self._operation.send(outcome))
+        else:
+            outcomes = list(self._outcomes)
+            self._advance(lambda: self._operation.send(outcomes))
+
+    def fail(self, error: BaseException) -> CtxStoreError:
+        """Close the operation after a transport failure; returns the translated error."""
+        self._operation.close()
+        return failures.translate(error, self._context())
+
+    def _waits_after(self, call: Call[Any]) -> bool:
+        return self._durability is not None and call.writes is not False
+
+    def _judge(self, call: Call[Any], outcome: Outcome, waited: Outcome) -> None:
+        """Record the first write whose wait fell short; a refused call wrote nothing."""
+        if self._durability is None or self._shortfall is not None:
+            return
+        if isinstance(outcome, CtxStoreError):
+            return
+        if callable(call.writes) and not call.writes(outcome):
+            return
+        shortfall = self._durability.shortfall(waited)
+        if shortfall is not None:
+            self._shortfall = self._durability.error(shortfall, call.context)
+            if isinstance(waited, BaseException):
+                self._shortfall.__cause__ = waited
+
+    def _context(self) -> Mapping[str, Any]:
+        return self._calls[0].context if self._calls else {}
+
+    @staticmethod
+    def _complete(call: Call[Any], reply: Outcome) -> Outcome:
+        if isinstance(reply, BaseException):
+            return failures.translate(reply, call.context)
+        try:
+            return call.parse(reply)
+        except CtxStoreError as error:
+            return error
+        except (ValueError, TypeError, LookupError) as error:
+            # The parsers name the key and field of what they refuse; this is the net under
+            # them: a reply no parser expected still surfaces as ctxstore's error, not a raw one.
+            key = call.keys[0] if call.keys else None
+            what = call.script.name if call.script is not None else str(call.args[0])
+            failed = CorruptionError(
+                f"the reply of {what} on {key} could not be read ({type(error).__name__}: {error})",
+                **call.context,
+                key=key,
+                field=None,
+            )
+            failed.__cause__ = error
+            return failed
+
+    def _advance(self, resume: Callable[[], Step]) -> None:
+        try:
+            step = resume()
+        except StopIteration as stop:
+            self._done = True
+            self._result = stop.value
+            self._step = None
+            self._calls = ()
+            return
+        self._step = step
+        self._calls = (step,) if isinstance(step, Call) else tuple(step)
+        if not self._calls:
+            raise RuntimeError("an operation yielded an empty batch")
+        self._outcomes = [None] * len(self._calls)
+        self._resend = []

@@ -1,0 +1,690 @@
+"""The context engine's logic, without I/O, shared by ContextEngine and AsyncContextEngine.
+
+The engine holds three things: context fragments (rendered into the system prompt), pending
+message fragments (not yet saved), and its view of the chat (the branch it works on, that
+branch's head, the chat's fields). Each method that talks to Redis is an *operation*: a
+generator of store calls from :mod:`ctxstore.core`, which the sync and async engines run with
+their store's ``run``. Materializing lazy fragment data is a generator of awaitables, driven the
+same way by :func:`~ctxstore.context.fragment.drive_sync` / ``drive_async``.
+
+The first operation of an engine opens the chat (upsert, owner check, the constructor metadata
+merged once, the active branch loaded) in the same script as its own work where it can:
+``resolve()`` opens and reads the conversation in one round trip.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
+from typing import Any, TypedDict, get_args
+
+from ctxstore._core.cache import EMPTY_CHAIN, CachedChain
+from ctxstore._core.ids import check_key_id, check_name
+from ctxstore._core.ops import append as append_ops
+from ctxstore._core.ops import branches, chats, checkpoints, opening, reads, turns
+from ctxstore._core.ops import graph as graph_ops
+from ctxstore._core.ops import streams as answer_stream
+from ctxstore._core.ops.chats import metadata_args
+from ctxstore._core.plans import RunOperation
+from ctxstore._core.plans import Step as PlanStep
+from ctxstore._core.protocol import Operation
+from ctxstore._core.state import StoreState
+from ctxstore.engine.inspection import snapshot
+from ctxstore.errors import (
+    ConfigurationError,
+    EmptyBranchError,
+    LeaseLostError,
+    ValidationError,
+)
+from ctxstore.messages.summaries import summary_section
+from ctxstore.messages.tokens import (
+    REPLY_PRIMING_TOKENS,
+    MessageCounter,
+    TokenCounter,
+    message_counter,
+)
+from ctxstore.models import (
+    BranchInfo,
+    ChainSize,
+    ChatMeta,
+    CheckpointInfo,
+    CompactionTrigger,
+    ConflictPolicy,
+    NewMessage,
+    ResolveResult,
+    SavedHead,
+    StoredSummary,
+)
+from ctxstore.prompt.fragment import Fragment, copy_fragment, walk
+from ctxstore.prompt.messages import LAST_ASSISTANT_METADATA, message_payload, stored_metadata
+from ctxstore.prompt.renderers import (
+    MarkdownRenderer,
+    Renderer,
+    TomlRenderer,
+    ToonRenderer,
+    XmlRenderer,
+)
+from ctxstore.window.compaction import CompactionPolicy, CompactionResult, compaction
+from ctxstore.window.manager import ContextManager
+
+#: Renderers whose output depends on the fragments and their own settings only.
+_PURE_RENDERERS = (XmlRenderer, MarkdownRenderer, TomlRenderer, ToonRenderer)
+
+
+class Scope(TypedDict):
+    """The identity every call of an opened engine carries."""
+
+    user_id: str
+    incarnation: str | None
+
+
+class EngineCore:
+    """State and operations of one engine on one chat. Not safe to share between tasks."""
+
+    def __init__(
+        self,
+        state: StoreState,
+        *,
+        chat_id: str,
+        user_id: str,
+        metadata: Mapping[str, Any] | None,
+        on_conflict: ConflictPolicy,
+        model: str | None = None,
+        estimate_tokens: TokenCounter | None = None,
+        context_manager: ContextManager | None = None,
+    ) -> None:
+        self._state = state
+        if context_manager is not None and not isinstance(context_manager, ContextManager):
+            raise ConfigurationError(
+                f"context_manager must be a ContextManager, got {type(context_manager).__name__}"
+            )
+        #: The window policy: saves past its soft threshold enqueue a compaction job, resolves
+        #: past its hard threshold compact first.
+        self.manager = context_manager
+        if model is None and context_manager is not None:
+            model = context_manager.model
+        if estimate_tokens is None and context_manager is not None:
+            estimate_tokens = context_manager.estimate_tokens
+        #: The model whose tokenizer counts this engine's messages (None: ``o200k_base``).
+        self.model = model
+        self.count_message: MessageCounter = message_counter(model, estimate_tokens)
+        #: The stored tokens of the context (newest summary on) as the last read found them.
+        self.context_tokens = -1
+        self.summary: StoredSummary | None = None
+        self.chat_id = check_key_id(chat_id, "chat_id")
+        self.user_id = check_key_id(user_id, "user_id")
+        append_ops.check_policy(on_conflict, get_args(ConflictPolicy), "on_conflict")
+        self.on_conflict: ConflictPolicy = on_conflict
+        metadata_args(metadata, state)  # refuse bad metadata now, not at the first call
+        self._initial_metadata = dict(metadata) if metadata else None
+        self.chat: ChatMeta | None = None
+        self.branch = "main"
+        self.head: str | None = None
+        self._context: list[Fragment] = []
+        self._rendered: dict[tuple[type[Renderer], bool], str] = {}
+        self._materialized: list[bool] = []
+        self.pending: list[Fragment] = []
+        # The branch's last assistant message, for last_assistant_message(): known from a save,
+        # or found in the chain last read (searched only when a save needs it: a resolve of a
+        # long chain must not pay a scan of it).
+        self._last_assistant: str | None = None
+        self._last_assistant_known = False
+        self._read_chain: CachedChain | None = None
+        #: The newest message this engine saved on its branch (None before its first save, and
+        #: after it moved to another branch). A save made while another turn's message follows
+        #: it goes onto a side branch from it, never after that message.
+        self.anchor: str | None = None
+        #: The turn this engine is in (None outside ``turn()``): its writes carry its fence.
+        self.turn: turns.TurnGrant | None = None
+        self._turn_token = ""
+        #: Set when a write of a turn was refused (its lease was taken): the pending messages
+        #: go onto a side branch at the next save outside the turn.
+        self._lease_lost = False
+
+    # --- fragments -----------------------------------------------------------------------------
+
+    def set(self, fragments: Iterable[Fragment]) -> None:
+        """Queue message fragments; add the others to the context. Both are copied."""
+        for item in fragments:
+            if not isinstance(item, Fragment):
+                raise ValidationError(
+                    f"set() takes fragments, got {type(item).__name__}; build one with "
+                    "fragment(), hint(), user(), ..."
+                )
+            copied = copy_fragment(item)
+            if copied.is_message:
+                if not isinstance(copied.data, Mapping):
+                    raise ValidationError(f"message fragment {copied.name!r} holds no message dict")
+                self.pending.append(copied)
+            else:
+                self._context.append(copied)
+                self._materialized.append(False)
+                self._rendered.clear()
+
+    @property
+    def context(self) -> tuple[Fragment, ...]:
+        return tuple(self._context)
+
+    def materialize_context(self) -> Generator[Awaitable[Any], Any, None]:
+        """Materialize lazy data of fragments not materialized yet; each is done once."""
+        for index, item in enumerate(self._context):
+            if not self._materialized[index]:
+                self._context[index] = yield from walk(item, item.name)
+                self._materialized[index] = True
+                self._rendered.clear()
+
+    def render(self, renderer: Renderer | None = None) -> str:
+        """The system prompt from the (materialized) context fragments.
+
+        The built-in renderers are pure functions of the fragments, so their output is kept
+        until the context changes: an engine resolving turn after turn renders once.
+        """
+        chosen = renderer or XmlRenderer()
+        if type(chosen) not in _PURE_RENDERERS:
+            return chosen.render(self._context)
+        key = (type(chosen), chosen.group_fragments)
+        rendered = self._rendered.get(key)
+        if rendered is None:
+            rendered = self._rendered[key] = chosen.render(self._context)
+        return rendered
+
+    def resolved(self, chain: CachedChain, renderer: Renderer | None) -> ResolveResult:
+        """The prompt and the messages: the chain's payloads (shared with the process cache,
+        not copied: treat them as read-only), then copies of the pending messages. The newest
+        summary, when the read stopped at one, goes into the system prompt."""
+        messages = chain.payloads()
+        messages += [message_payload(item) for item in self.pending]
+        return ResolveResult(self.system_prompt(renderer), messages, self.summary)
+
+    def system_prompt(self, renderer: Renderer | None) -> str:
+        """The rendered context, followed by the summary section when a summary applies."""
+        prompt = self.render(renderer)
+        if self.summary is None:
+            return prompt
+        section = summary_section(self.summary["content"])
+        return f"{prompt}\n\n{section}" if prompt else section
+
+    def counted(self, size: ChainSize, renderer: Renderer | None) -> int:
+        """What :meth:`resolved` would send, in tokens, from the stored counts: the system
+        message (with the summary section), the messages after the summary, the pending ones
+        and the reply priming."""
+        tokens = REPLY_PRIMING_TOKENS + size.context_tokens
+        if self.summary is not None:
+            tokens -= self.summary["tokens"]
+        prompt = self.system_prompt(renderer)
+        if prompt:
+            tokens += self.count_message({"role": "system", "content": prompt})
+        return tokens + sum(self.count_message(message_payload(item)) for item in self.pending)
+
+    # --- opening -------------------------------------------------------------------------------
+
+    @property
+    def opened(self) -> bool:
+        return self.chat is not None
+
+    def open_op(self, *, load: bool, whole: bool = True) -> Operation[CachedChain | None]:
+        """Upsert the chat as its owner, merge the constructor metadata once, load the branch.
+
+        ``whole=False``: load it only when the chat has no summary (None otherwise: the caller
+        reads from the newest summary on)."""
+        opened, chain = yield from opening.open_chat_op(
+            self._state,
+            self.chat_id,
+            self.user_id,
+            self._initial_metadata,
+            load=load,
+            unless_summarized=not whole,
+        )
+        self._initial_metadata = None
+        self.chat = opened.chat
+        self._follow(opened.branch)
+        if chain is None:
+            return EMPTY_CHAIN if not load else None
+        self.summary = None
+        self._learn_last_assistant(chain)
+        return chain
+
+    @property
+    def _scope(self) -> Scope:
+        """What every call of an opened engine carries: its user and the chat's incarnation, so
+        another owner's chat, or this chat deleted and re-created, is refused in the script."""
+        return {
+            "user_id": self.user_id,
+            "incarnation": self.chat.incarnation if self.chat is not None else None,
+        }
+
+    @property
+    def _write_scope(self) -> Scope:
+        """The scope of a write: inside a turn, the incarnation carries the turn's fencing
+        token, so the script refuses the write once another turn has taken the chat."""
+        scope = self._scope
+        if self.turn is not None:
+            scope["incarnation"] = turns.fenced(scope["incarnation"], self.turn.fence)
+        return scope
+
+    def ensure_open(self) -> Operation[None]:
+        if not self.opened:
+            yield from self.open_op(load=False)
+
+    def _follow(self, branch: BranchInfo) -> None:
+        """Work on ``branch`` from now on."""
+        if branch.name != self.branch or branch.head_message_id != self.head:
+            self._last_assistant_known = False
+        self.branch = branch.name
+        self.head = branch.head_message_id
+
+    def _learn_last_assistant(self, chain: CachedChain) -> None:
+        """Remember the chain read; its last assistant message is searched when needed."""
+        self._read_chain = chain
+        self._last_assistant_known = True
+        self._last_assistant = None
+
+    def _last_assistant_id(self) -> str | None:
+        if self._last_assistant is None and self._read_chain is not None:
+            self._last_assistant = next(
+                (
+                    item["id"]
+                    for item in self._read_chain.newest_first()
+                    if item["message"].get("role") == "assistant"
+                ),
+                None,
+            )
+            self._read_chain = None
+        return self._last_assistant
+
+    # --- reading and saving ----------------------------------------------------------------
+
+    def resolve_op(
+        self,
+        *,
+        max_tokens: int | None = None,
+        max_messages: int | None = None,
+        full: bool = False,
+    ) -> Operation[CachedChain]:
+        """The branch's chain as it is in Redis now (another worker may have moved the head),
+        from the newest summary on unless ``full``, cut to the newest messages within
+        ``max_tokens`` (counting the summary) / ``max_messages``; what the process cache holds
+        is not read again. One round trip; the first call of an engine takes two when the chat
+        has a summary or a budget is given (opening the chat, then the read)."""
+        window = reads.Window(
+            max_tokens=max_tokens, max_messages=max_messages, after_summary=not full
+        )
+        plain = not window.cuts and self.manager is None  # a manager needs the stored size
+        if not self.opened:
+            opened = yield from self.open_op(load=plain, whole=full)
+            if opened is not None and plain:
+                return opened
+        info, chain, reply = yield from reads.read_branch(
+            self._state, self.chat_id, self.branch, window=window, **self._scope
+        )
+        self.summary = reads.branch_summary(self._state, self.chat_id, reply)
+        self.context_tokens = reply.context_tokens
+        self._follow(info)
+        self._learn_last_assistant(chain)
+        return chain
+
+    def resolve_plan(
+        self, max_tokens: int | None, max_messages: int | None, full: bool
+    ) -> Generator[PlanStep, Any, CachedChain]:
+        """A resolve, with the inline compaction a manager's hard threshold calls for: read; if
+        the context is past it, compact under the chat's lease and read again (within the
+        threshold if another summarizer held the chat). Driven by ``run_compaction`` /
+        ``arun_compaction`` with the manager's summarizer."""
+        chain: CachedChain = yield RunOperation(
+            self.resolve_op(max_tokens=max_tokens, max_messages=max_messages, full=full)
+        )
+        if not self.compaction_due(full):
+            return chain
+        result = yield from self.compaction_steps()
+        budget = self.window_after(result, max_tokens)
+        again: CachedChain = yield RunOperation(
+            self.resolve_op(max_tokens=budget, max_messages=max_messages)
+        )
+        return again
+
+    def compaction_due(self, full: bool) -> bool:
+        """Whether the context just read is past the manager's hard threshold (compact inline
+        before the LLM call)."""
+        return (
+            not full
+            and self.manager is not None
+            and self.context_tokens >= self.manager.hard_tokens
+            and self.context_tokens >= 0
+        )
+
+    def compaction_steps(self) -> Generator[PlanStep, Any, CompactionResult]:
+        """One inline compaction of the engine's branch, under the chat's lease."""
+        assert self.manager is not None
+        policy = CompactionPolicy(
+            min_recent_messages=self.manager.min_recent_messages,
+            summary_model=self.manager.summary_model,
+        )
+        return compaction(
+            self._state,
+            self.chat_id,
+            self.branch,
+            policy,
+            self.count_message,
+            **self._scope,
+        )
+
+    def summarize(self, messages: list[dict[str, Any]]) -> str:
+        """The manager's summarizer (only a resolve past its hard threshold calls it)."""
+        if self.manager is None:
+            raise ConfigurationError("this engine has no context_manager to summarize with")
+        return self.manager.summarize(messages)
+
+    async def asummarize(self, messages: list[dict[str, Any]]) -> str:
+        if self.manager is None:
+            raise ConfigurationError("this engine has no context_manager to summarize with")
+        return await self.manager.asummarize(messages)
+
+    def window_after(self, result: CompactionResult, max_tokens: int | None) -> int | None:
+        """The token budget of the read after an inline compaction: the caller's; and when
+        another summarizer held the chat (nothing was compacted), no more than the hard
+        threshold, so the call fits the window all the same."""
+        if self.manager is None or result.skipped is None:
+            return max_tokens
+        limit = self.manager.hard_tokens
+        return limit if max_tokens is None else min(max_tokens, limit)
+
+    def _trigger(self) -> CompactionTrigger | None:
+        if self.manager is None:
+            return None
+        return CompactionTrigger(
+            soft_tokens=self.manager.soft_tokens,
+            min_recent_messages=self.manager.min_recent_messages,
+        )
+
+    def _size_op(self) -> Operation[ChainSize]:
+        """The branch's stored size from its newest summary on (the summary itself comes back
+        too, for the system prompt): one round trip, no message payload."""
+        yield from self.ensure_open()
+        info, _chain, reply = yield from reads.read_branch(
+            self._state,
+            self.chat_id,
+            self.branch,
+            window=reads.Window(count_only=True, after_summary=True),
+            **self._scope,
+        )
+        self._follow(info)
+        self.summary = reads.branch_summary(self._state, self.chat_id, reply)
+        return ChainSize(reply.length, reply.tokens, reply.context_tokens, None)
+
+    def inspect_op(self, model: str | None, renderer: Renderer | None) -> Operation[dict[str, Any]]:
+        """A JSON-serializable snapshot of what the next call would send and what it costs
+        (see :func:`ctxstore.context.inspection.snapshot`): two round trips (the chain's size,
+        the chat's graph), no message payload read."""
+        size = yield from self._size_op()
+        chat_graph = yield from graph_ops.get_graph(self._state, self.chat_id, **self._scope)
+        chosen = model if model is not None else self.model
+        counter = self.count_message if chosen == self.model else message_counter(chosen)
+        return snapshot(self, size, chat_graph, chosen, counter, renderer)
+
+    def token_count_op(self, renderer: Renderer | None) -> Operation[int]:
+        """The tokens the next ``resolve()`` would send given what is stored now: one round
+        trip, no payload (the summary's text comes back for the system prompt's count)."""
+        size = yield from self._size_op()
+        return self.counted(size, renderer)
+
+    def save_op(self) -> Operation[SavedHead | None]:
+        """Persist the pending messages in one append; returns the new head.
+
+        A pending message whose id exists in the chat is an edit: the store forks a branch at
+        that message's parent (activated) and stores it there under a new id. A
+        ``last_assistant_message`` becomes such an edit of the branch's last assistant message.
+
+        With ``on_conflict="rebase"`` (the default), the engine's own last saved message is its
+        anchor: when another turn's message has come after it since, the save goes onto a new
+        branch from the anchor (not activated) and the engine moves there, so an answer never
+        lands after another turn's message. Before its first save, an engine rebases onto the
+        head. A turn's write refused for a lost lease keeps the pending messages; the next save
+        outside the turn puts them on a side branch from the anchor.
+        """
+        yield from self.ensure_open()
+        if not self.pending:
+            return None if self.head is None else SavedHead(self.head, branch=self.branch)
+        if self._needs_last_assistant():
+            yield from self.resolve_op()
+        aside = self._lease_lost and self.turn is None
+        start = self.anchor if self.anchor is not None else self.head
+        if aside and start is not None:
+            side: BranchInfo = yield from branches.create_branch(
+                self._state, self.chat_id, start, base=self.branch, activate=False, **self._scope
+            )
+            self._follow(side)
+            self.anchor = start
+        expected, policy = self.head, self.on_conflict
+        if policy == "rebase" and self.anchor is not None:
+            expected, policy = self.anchor, "fork"
+        items = [self._as_new_message(item) for item in self.pending]
+        try:
+            result = yield from append_ops.append(
+                self._state,
+                self.chat_id,
+                self.branch,
+                items,
+                expected_head=expected,
+                on_conflict=policy,
+                on_existing="fork",
+                count_tokens=self.count_message,
+                compaction=self._trigger(),
+                **self._write_scope,
+            )
+        except LeaseLostError:
+            self._lease_lost = True
+            raise
+        saved_assistants = [
+            stored_id
+            for stored_id, item in zip(result.message_ids, self.pending, strict=True)
+            if item.data.get("role") == "assistant"
+        ]
+        self.branch = result.branch
+        self.head = self.anchor = result.head_message_id
+        self._lease_lost = False
+        if saved_assistants:
+            self._last_assistant = saved_assistants[-1]
+            self._read_chain = None
+        self.pending = []
+        forked_at = expected if result.conflict_fork is not None else None
+        if aside:
+            forked_at = start
+        return SavedHead(
+            result.head_message_id,
+            branch=result.branch,
+            message_ids=result.message_ids,
+            forked_at=forked_at,
+        )
+
+    def _needs_last_assistant(self) -> bool:
+        return (
+            not self._last_assistant_known
+            and self.head is not None
+            and any(_replaces_last_assistant(item) for item in self.pending)
+        )
+
+    def _as_new_message(self, item: Fragment) -> NewMessage:
+        metadata = stored_metadata(item)
+        if _replaces_last_assistant(item) and self._last_assistant_id() is not None:
+            return NewMessage(
+                message_payload(item), id=self._last_assistant_id(), metadata=metadata
+            )
+        return NewMessage(message_payload(item), id=item.id, metadata=metadata)
+
+    # --- turns -------------------------------------------------------------------------------
+
+    def begin_turn(
+        self, strategy: turns.TurnStrategy, lease: float, wait: float
+    ) -> Generator[PlanStep, Any, turns.TurnGrant]:
+        """Open the chat, then take its turn lease by ``strategy`` (a plan: "enqueue" pauses
+        between looks); the engine's writes carry the fence until :meth:`end_turn_op`."""
+        if self.turn is not None:
+            raise ConfigurationError("this engine is already in a turn; turns do not nest")
+        yield RunOperation(self.ensure_open())
+        token = turns.new_turn_token()
+        grant = yield from turns.acquire(
+            self._state,
+            self.chat_id,
+            token,
+            strategy,
+            lease_ms=turns.milliseconds(lease),
+            wait=wait,
+            **self._scope,
+        )
+        self.turn, self._turn_token = grant, token
+        self._lease_lost = False
+        return grant
+
+    def extend_turn_op(self, lease: float) -> Operation[turns.TurnGrant]:
+        """Run the turn's lease ``lease`` seconds from now (``LeaseLostError`` if it is gone)."""
+        if self.turn is None:
+            raise ConfigurationError("extend() is for a turn in progress")
+        try:
+            grant = yield from turns.extend_turn(
+                self._state,
+                self.chat_id,
+                self._turn_token,
+                turns.milliseconds(lease),
+                **self._scope,
+            )
+        except LeaseLostError:
+            self._lease_lost = True
+            raise
+        self.turn = grant
+        return grant
+
+    def end_turn_op(self) -> Operation[bool]:
+        """Leave the turn (writes no longer carry its fence) and give the lease back if it is
+        still this turn's; True when it was."""
+        token, self.turn, self._turn_token = self._turn_token, None, ""
+        if not token:
+            return False
+        given: bool = yield from turns.give_turn(self._state, self.chat_id, token, **self._scope)
+        return given
+
+    # --- branches and checkpoints ------------------------------------------------------------
+
+    def rewind_op(self, message_id: str) -> Operation[BranchInfo]:
+        """A new branch at ``message_id``, activated; pending messages are dropped."""
+        check_name(message_id, "message_id")
+        info: BranchInfo = yield from self._move_to(
+            lambda: branches.create_branch(
+                self._state,
+                self.chat_id,
+                message_id,
+                base=self.branch,
+                activate=True,
+                **self._write_scope,
+            )
+        )
+        return info
+
+    def restore_op(self, name: str) -> Operation[BranchInfo]:
+        """Exactly a rewind to the checkpoint's message, read and branched in one script."""
+        info: BranchInfo = yield from self._move_to(
+            lambda: branches.branch_from_checkpoint(
+                self._state,
+                self.chat_id,
+                name,
+                base=self.branch,
+                activate=True,
+                **self._write_scope,
+            )
+        )
+        return info
+
+    def _move_to(self, branch_op: Callable[[], Operation[BranchInfo]]) -> Operation[BranchInfo]:
+        """Open the chat, run ``branch_op`` (built after opening: it names the current branch),
+        then work on the branch it returns, without the pending messages of the old one."""
+        yield from self.ensure_open()
+        info: BranchInfo = yield from branch_op()
+        self._follow(info)
+        self.pending = []
+        self.anchor = None
+        self._lease_lost = False
+        return info
+
+    def _saved_head(self, operation: str) -> str:
+        """The head, for operations that start from a message; the branch must have one."""
+        if self.head is None:
+            raise EmptyBranchError(
+                f"{operation}() needs a saved message on branch {self.branch!r} "
+                f"of chat {self.chat_id!r}"
+            )
+        return self.head
+
+    def btw_op(self) -> Operation[BranchInfo]:
+        """A side branch at the current head, not activated; the engine stays where it is."""
+        yield from self.ensure_open()
+        info: BranchInfo = yield from branches.create_branch(
+            self._state,
+            self.chat_id,
+            self._saved_head("btw"),
+            base=self.branch,
+            activate=False,
+            **self._write_scope,
+        )
+        return info
+
+    def switch_branch_op(self, name: str) -> Operation[BranchInfo]:
+        """Activate ``name`` and work on it; pending messages are dropped."""
+        info: BranchInfo = yield from self._move_to(
+            lambda: branches.set_active_branch(self._state, self.chat_id, name, **self._write_scope)
+        )
+        return info
+
+    def checkpoint_op(self, name: str) -> Operation[CheckpointInfo]:
+        """Name the current head; an existing checkpoint of that name moves here."""
+        yield from self.ensure_open()
+        info: CheckpointInfo = yield from checkpoints.upsert_checkpoint(
+            self._state, self.chat_id, name, self._saved_head("checkpoint"), **self._write_scope
+        )
+        return info
+
+    # --- the chat --------------------------------------------------------------------------
+
+    def update_chat_op(
+        self, title: str | None, metadata: Mapping[str, Any] | None
+    ) -> Operation[ChatMeta]:
+        yield from self.ensure_open()
+        self.chat = yield from chats.update_chat(
+            self._state, self.chat_id, title=title, metadata=metadata, **self._write_scope
+        )
+        return self.chat
+
+    def track_usage_op(self, usage: Mapping[str, Any] | object) -> Operation[dict[str, int]]:
+        """Add token usage (a dict, or a litellm / OpenAI usage object) to the chat's totals."""
+        yield from self.ensure_open()
+        totals: dict[str, int] = yield from chats.add_usage(
+            self._state, self.chat_id, usage, **self._write_scope
+        )
+        if self.chat is not None:
+            metadata = {**self.chat.metadata, "usage": totals}
+            self.chat = self.chat.model_copy(update={"metadata": metadata})
+        return totals
+
+    # --- answer streams ----------------------------------------------------------------------
+
+    @property
+    def store_state(self) -> StoreState:
+        """The store's key names, limits and clock, for the operations of a streamed turn
+        (:mod:`ctxstore.context.streamed_turn`)."""
+        return self._state
+
+    def stream_scope(self, *, fenced: bool) -> Scope:
+        """What a streamed turn's calls carry: with ``fenced``, the turn's fence too (the
+        writes of its answer); without, only user and incarnation (marking the stream failed
+        must work after the turn lost its lease)."""
+        return self._write_scope if fenced else self._scope
+
+    def active_stream_op(self) -> Operation[str | None]:
+        """The stream id of the answer being streamed on this engine's branch, or None."""
+        yield from self.ensure_open()
+        found: str | None = yield from answer_stream.active_stream(
+            self._state, self.chat_id, self.branch, **self._scope
+        )
+        return found
+
+
+def _replaces_last_assistant(item: Fragment) -> bool:
+    metadata = item.metadata or {}
+    return all(metadata.get(key) == value for key, value in LAST_ASSISTANT_METADATA.items())
