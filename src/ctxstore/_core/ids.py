@@ -15,6 +15,7 @@ import base64
 import os
 import re
 
+from ctxstore._core.format.records import TAG_LENGTH
 from ctxstore.errors import InvalidIdError
 
 #: Longest id or name, in UTF-8 bytes. Ids are copied into keys, hash fields and replies.
@@ -87,10 +88,6 @@ def check_key_prefix(value: object, what: str, *, allow_colon: bool) -> str:
 def new_request_id() -> str:
     """A write's request id: a resent call carries the same one and is recognized by it."""
     return base64.urlsafe_b64encode(os.urandom(12)).decode("ascii")
-
-
-#: Characters of a record's tag (lowercase base32: 30 random bits).
-TAG_LENGTH = 6
 
 
 def new_tags(count: int) -> list[str]:

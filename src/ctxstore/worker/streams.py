@@ -17,6 +17,7 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
+from ctxstore._core.format.jobs import read_job_fields
 from ctxstore._core.keys import Keyspace
 
 #: The consumer group every worker of a namespace joins.
@@ -41,20 +42,17 @@ class Job:
     @classmethod
     def parse(cls, stream: str, entry_id: Any, fields: Mapping[Any, Any]) -> Job | None:
         """A job from a stream entry; None for an entry that is not one (acknowledged as is)."""
-        values = {_text(key): _text(value) for key, value in fields.items()}
-        chat, branch = values.get("chat"), values.get("branch")
-        if not chat or not branch:
+        found = read_job_fields(fields)
+        if found is None:
             return None
-        soft = values.get("soft", "")
-        keep = values.get("keep", "")
         return cls(
             stream=stream,
             entry_id=_text(entry_id),
-            chat_id=chat,
-            branch=branch,
-            marker=values.get("job", ""),
-            soft_tokens=int(soft) if soft.isdigit() else None,
-            keep=int(keep) if keep.isdigit() else 4,
+            chat_id=found.chat_id,
+            branch=found.branch,
+            marker=found.marker,
+            soft_tokens=found.soft_tokens,
+            keep=found.keep,
         )
 
 

@@ -1,25 +1,24 @@
-"""Turning raw script replies into models and message dicts.
+"""The chat hash: one per chat, its identity, times, counters, markers, metadata and usage.
 
-Chat hash layout: plain fields (``user_id``, ``title``, ``created_at``, ``updated_at``,
-``active_branch``, ``message_count``, ``branch_count``, sequence counters), one ``m:<key>`` field
-per metadata key holding a msgpack value, and one ``u:<counter>`` field per usage counter.
-Branch and checkpoint records are tab-separated text (Lua reads and writes them without cjson);
-message records are decoded in :mod:`ctxstore.core.chain`.
+Plain fields: ``user_id`` (the owner), ``fmt`` (the layout, :data:`FORMAT`), ``inc`` (the
+incarnation), ``title``, ``created_at``, ``updated_at``, ``active_branch``, ``message_count``,
+``branch_count``, sequence counters, ``ttl`` (the retention, ms), the ``cjob`` / ``clease`` /
+``turn`` markers of compaction jobs and leases; then one ``m:<key>`` field per metadata key
+(a msgpack value) and one ``u:<counter>`` field per usage counter. :func:`chat_meta` and
+:func:`chat_info` read it into the API's models, checking each field as the scripts do.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
 
 from ctxstore._core.format.codec import decode
+from ctxstore._core.format.fields import corrupt, field_count, field_text, pairs
 from ctxstore._core.ids import check_key_id
 from ctxstore.errors import InvalidIdError
-
-if TYPE_CHECKING:
-    from ctxstore.models import ChatInfo, ChatMeta
-from ctxstore._core.format.fields import corrupt, field_count, field_text, pairs
+from ctxstore.models import ChatInfo, ChatMeta
 
 METADATA_PREFIX = "m:"
 USAGE_PREFIX = "u:"
@@ -39,14 +38,10 @@ def _int(fields: dict[str, Any], name: str, key: str) -> int:
 
 
 def chat_meta(chat_id: str, key: str, reply: Sequence[Any] | Mapping[Any, Any]) -> ChatMeta:
-    from ctxstore.models import ChatMeta
-
     return ChatMeta(**_chat_fields(chat_id, key, pairs(reply, key)))
 
 
 def chat_info(chat_id: str, key: str, reply: Sequence[Any] | Mapping[Any, Any]) -> ChatInfo:
-    from ctxstore.models import ChatInfo
-
     fields = pairs(reply, key)
     return ChatInfo(
         **_chat_fields(chat_id, key, fields),
@@ -103,7 +98,11 @@ def check_incarnation(raw: object, key: str) -> str:
     return incarnation
 
 
-def _metadata(key: str, fields: dict[str, Any]) -> dict[str, Any]:
+def metadata_and_usage(
+    key: str, fields: Mapping[str, Any]
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """The chat's metadata (its ``m:<key>`` fields, decoded) and usage counters (its
+    ``u:<counter>`` fields), each checked."""
     metadata: dict[str, Any] = {}
     usage: dict[str, int] = {}
     for name, raw in fields.items():
@@ -111,6 +110,44 @@ def _metadata(key: str, fields: dict[str, Any]) -> dict[str, Any]:
             metadata[name[len(METADATA_PREFIX) :]] = decode(raw, key=key, field=name)
         elif name.startswith(USAGE_PREFIX):
             usage[name[len(USAGE_PREFIX) :]] = field_count(raw, key, name)
+    return metadata, usage
+
+
+def _metadata(key: str, fields: dict[str, Any]) -> dict[str, Any]:
+    """The metadata a chat model shows: the usage counters under ``"usage"``."""
+    metadata, usage = metadata_and_usage(key, fields)
     if usage:
         metadata[USAGE_KEY] = usage
     return metadata
+
+
+#: Fields of the chat hash besides the identity (``user_id``, ``fmt``, ``inc``), the counters
+#: (``message_count``, ``branch_count``: checked against the records) and ``updated_at``: how
+#: each is checked when present.
+_FIELD_CHECKS: dict[str, Callable[[Any, str, str], Any]] = {
+    "created_at": field_count,
+    "branch_seq": field_count,
+    "checkpoint_seq": field_count,
+    "req_since": field_count,
+    "title": field_text,
+    "active_branch": field_text,
+}
+#: The compaction job marker (``lua/append.lua``: ``<summary position>\t<now>``) and the
+#: compaction lease (``compaction_lease.lua``: ``<token>\t<expires>``).
+_MARKERS = {"cjob": re.compile(r"-?[0-9]+\t[0-9]+"), "clease": re.compile(r"[^\t]*\t[0-9]+")}
+
+
+def check_chat_field(name: str, raw: Any, key: str) -> None:
+    """Check one field of the chat hash that a reader or a script parses (counts, text,
+    metadata, usage counters, markers); a ``CorruptionError`` when it is not what ctxstore
+    writes. Fields this function does not know are left alone."""
+    if name in _FIELD_CHECKS:
+        _FIELD_CHECKS[name](raw, key, name)
+    elif name.startswith(METADATA_PREFIX):
+        decode(raw, key=key, field=name)
+    elif name.startswith(USAGE_PREFIX):
+        field_count(raw, key, name)
+    elif name in _MARKERS:
+        shown = raw if isinstance(raw, str) else bytes(raw).decode("utf-8", "backslashreplace")
+        if not _MARKERS[name].fullmatch(shown):
+            raise corrupt(key, name, "not a marker ctxstore writes")

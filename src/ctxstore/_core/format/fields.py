@@ -1,21 +1,17 @@
-"""TODO docstring: ctxstore._core.format.fields."""
+"""Stored values as the scripts write them: text, counts and times, hash field names, and the
+corruption error for anything else. Every reader of a hash field goes through these, so what
+Python accepts is exactly what the scripts' checks (``lib/checks.lua``) accept."""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from ctxstore.errors import CorruptionError
 
-if TYPE_CHECKING:
-    pass
-
-
 #: Counts and times as the scripts write them and HINCRBY reads them: no sign, no leading zero.
 _COUNT = re.compile(r"0|[1-9][0-9]{0,15}")
-
-
 #: The largest count a script keeps exactly (Lua numbers are doubles).
 MAX_COUNT = 2**53
 
@@ -26,7 +22,9 @@ def text(value: bytes | str) -> str:
 
 def corrupt(key: str, field: str | None, reason: str) -> CorruptionError:
     """The error for a malformed stored value, worded like the scripts' CORRUPT replies."""
-    return CorruptionError(f"corrupt data at {key} field {field!r}: {reason}", key=key, field=field)
+    return CorruptionError(
+        f"corrupt data at {key} field {field!r}: {reason}", key=key, field=field, reason=reason
+    )
 
 
 def field_text(raw: object, key: str, field: str) -> str:

@@ -1,10 +1,16 @@
 """Compaction job entries: the fields a job carries in its stream (``XADD``), written by the
 append script on a single server and by :func:`ctxstore._core.ops.jobs.enqueue_compaction`
-elsewhere, read by the worker."""
+elsewhere (:func:`job_fields`), read by the worker (:func:`read_job_fields`).
+
+A job names its chat and branch, the compaction marker it settles (``job``), and what the
+compaction keeps: the context size that makes it due (``soft``, "" when the job always
+compacts) and the newest messages kept verbatim (``keep``)."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ctxstore.models import CompactionTrigger
@@ -30,3 +36,38 @@ def job_fields(
         "keep",
         trigger.min_recent_messages,
     )
+
+
+#: What a job keeps verbatim when its entry does not say (an entry of an older writer).
+DEFAULT_KEEP = 4
+
+
+@dataclass(frozen=True)
+class JobFields:
+    """The fields of one job entry, read back."""
+
+    chat_id: str
+    branch: str
+    marker: str
+    soft_tokens: int | None
+    keep: int
+
+
+def read_job_fields(fields: Mapping[Any, Any]) -> JobFields | None:
+    """A job entry's fields (bytes or text); None for an entry that is not a job."""
+    values = {_text(key): _text(value) for key, value in fields.items()}
+    chat, branch = values.get("chat"), values.get("branch")
+    if not chat or not branch:
+        return None
+    soft, keep = values.get("soft", ""), values.get("keep", "")
+    return JobFields(
+        chat_id=chat,
+        branch=branch,
+        marker=values.get("job", ""),
+        soft_tokens=int(soft) if soft.isdigit() else None,
+        keep=int(keep) if keep.isdigit() else DEFAULT_KEEP,
+    )
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)

@@ -9,17 +9,32 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import Any
 
-from ctxstore._core.format.fields import field_text
+from ctxstore._core.format.fields import field_text, text
 from ctxstore.errors import CorruptionError
-
-if TYPE_CHECKING:
-    from ctxstore.models import BranchInfo, CheckpointInfo
-
+from ctxstore.models import BranchInfo, CheckpointInfo
 
 #: Numbers inside tab-separated records (the scripts read them with ``%d+``, at most 15 digits).
 _RECORD_NUMBER = re.compile(r"[0-9]{1,15}")
+#: The largest number a record holds (times, sequence numbers, positions, lengths).
+MAX_RECORD_NUMBER = 10**15 - 1
+
+
+def loose_fields(raw: Any, count: int, numbers: tuple[int, ...]) -> list[Any] | None:
+    """A record's ``count`` tab-separated fields, the ``numbers`` ones as ints; None when it
+    has not that shape. Lenient where :func:`branch_record` and :func:`checkpoint_record` are
+    strict: verify reads with it what a strict reader refuses, to say what is wrong and
+    rebuild what the log determines."""
+    try:
+        parts: list[Any] = text(raw).split("\t")
+        if len(parts) != count:
+            return None
+        for index in numbers:
+            parts[index] = int(parts[index])
+    except (UnicodeDecodeError, ValueError, AttributeError):
+        return None
+    return parts
 
 
 def _tab_fields(raw: object, key: str, field: str, count: int, what: str) -> list[str]:
@@ -76,11 +91,17 @@ def branch_record(name: str, raw: object, key: str) -> BranchRecord:
     )
 
 
+def branch_text(record: BranchRecord) -> str:
+    """The stored form of a branch record (what :func:`branch_record` reads back)."""
+    return (
+        f"{record.position}\t{record.head or ''}\t{record.created_at}\t{record.seq}"
+        f"\t{record.length}"
+    )
+
+
 def to_branch_info(name: str, record: BranchRecord, *, active: str) -> BranchInfo:
     """The branch as the API returns it: every field was typed by :func:`branch_record`,
     and this runs on every read."""
-    from ctxstore.models import BranchInfo
-
     return BranchInfo(
         name=name,
         head_message_id=record.head,
@@ -110,10 +131,13 @@ def checkpoint_record(name: str, raw: object, key: str) -> tuple[int, str, int, 
     )
 
 
+def checkpoint_text(position: int, message_id: str, created_at: int, seq: int) -> str:
+    """The stored form of a checkpoint record (what :func:`checkpoint_record` reads back)."""
+    return f"{position}\t{message_id}\t{created_at}\t{seq}"
+
+
 def checkpoint_info(name: str, raw: object, key: str) -> tuple[CheckpointInfo, int]:
     """The checkpoint model and its sequence number (for newest-first ordering)."""
-    from ctxstore.models import CheckpointInfo
-
     _position, message_id, created_at, seq = checkpoint_record(name, raw, key)
     info = CheckpointInfo(name=name, message_id=message_id, created_at=created_at)
     return info, seq

@@ -1,52 +1,114 @@
-"""Message records, and chain reads split into bounded chunks.
+"""Message records: what one entry of a chat's ``log`` list holds, and how a chain of them decodes.
 
-A record is the msgpack array ``[parent position, created_at, payload, chosen id or nil, tag]``:
-the parent is -1 for a root and -2 for "the position before mine", so the client builds each
-record before knowing where it lands and the script rewrites only the few whose parent is
-elsewhere. The tag (6 random characters) ends every generated id. A
-script returns a chain as *ranges* of log positions (a chain's positions grow from root to
-head), with the records when there are few. A long chain's records are read by the client with
-plain ``LRANGE`` commands of bounded size, pipelined in one round trip (:func:`fetch_ranges`):
-records never change, so reading them after the script is as consistent as reading them in it,
-no single command holds Redis for long, and Redis spends a tenth of the time it spends passing
-each record through Lua. A whole chain decodes with one ``msgpack.unpackb``.
+A record is the msgpack array ``[parent, created_at, payload, chosen id or nil, tag]`` (with
+per-message metadata, ``[parent, created_at, payload, metadata, chosen id or nil, tag]``). The
+parent is a log position, -1 for a root, or :data:`PREVIOUS` (-2) for "the position before
+mine": a client builds each record before knowing where it lands, and the append script
+rewrites the parent of the few whose parent is elsewhere. The tag (:data:`TAG_LENGTH` random
+characters) ends every generated id, ``<position>.<incarnation>.<tag>``, so an id is never
+handed out twice, even if Redis loses acknowledged writes and a position is used again.
+
+A chat's linear *runs* (the ``runs`` ZSET) are derived from the records: a run starts at every
+root and every message that is not the child of the one before it (:func:`run_member`).
+
+Everything that builds a record (an append, an import) goes through :func:`encode_record`, and
+everything that reads one (chain reads, the graph, exports, verify) through
+:func:`record_fields` or :func:`chain_messages`. A whole chain decodes with one
+``msgpack.unpackb``.
 """
 
 from __future__ import annotations
 
 import gc
+import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgpack
 
+from ctxstore._core.format.codec import plain_dict
 from ctxstore._core.format.fields import corrupt
-from ctxstore.errors import CorruptionError
+from ctxstore.errors import CorruptionError, ValidationError
 from ctxstore.models import StoredMessage
 
-if TYPE_CHECKING:
-    pass
-from typing import TYPE_CHECKING
-
-from ctxstore._core.format.codec import plain_dict
-from ctxstore.errors import ValidationError
-
-if TYPE_CHECKING:
-    pass
-
-#: Chains at least this long are decoded with the cyclic garbage collector paused.
-GC_PAUSE_FROM = 256
-
-
-#: A record's parent field meaning "the position right before this one".
+#: Characters of a record's tag (lowercase base32: 30 random bits).
+TAG_LENGTH = 6
+#: A record's parent meaning "the position right before this one" (-1 is a root).
 PREVIOUS = -2
+#: A message id of the generated form: position, incarnation, tag.
+GENERATED_ID = re.compile(r"([0-9]+)\.([a-z2-7]+)\.([a-z2-7]+)")
+
+#: msgpack: an array of 5 (6 with metadata) elements, and the packed parent -2 and nil.
+_ARRAY_5 = b"\x95"
+_ARRAY_6 = b"\x96"
+_PACKED_PREVIOUS = b"\xfe"
+_NIL = b"\xc0"
 
 
 def derived_id(position: int, incarnation: str, tag: str) -> str:
     """The id of a message whose id was generated: ``<position>.<incarnation>.<tag>``."""
     return f"{position}.{incarnation}.{tag}"
+
+
+def is_generated_id(message_id: str, incarnation: str) -> bool:
+    """Whether ``message_id`` has the form of an id this chat (of ``incarnation``) generates: a
+    chosen id of that form is refused, it could name another message."""
+    found = GENERATED_ID.fullmatch(message_id)
+    return found is not None and found.group(2) == incarnation
+
+
+def run_member(start: int, parent: int, depth: int) -> str:
+    """The ``runs`` member of a run starting at ``start``: ``<start>:<parent>:<depth>``."""
+    return f"{start}:{parent}:{depth}"
+
+
+def encode_record(
+    body: bytes,
+    *,
+    created_at: bytes,
+    tag: str,
+    chosen: str = "",
+    metadata: bytes = b"",
+    parent: int = PREVIOUS,
+) -> bytes:
+    """One record from its encoded parts: ``body`` (the payload's msgpack), ``created_at``
+    (msgpack of the epoch milliseconds, shared by a whole append), ``metadata`` (msgpack of a
+    map, or empty for none), ``chosen`` ("" for a generated id) and ``tag``."""
+    return b"".join(
+        (
+            _ARRAY_6 if metadata else _ARRAY_5,
+            _PACKED_PREVIOUS if parent == PREVIOUS else msgpack.packb(parent),
+            created_at,
+            body,
+            metadata,
+            msgpack.packb(chosen) if chosen else _NIL,
+            msgpack.packb(tag),
+        )
+    )
+
+
+#: Chains at least this long are decoded with the cyclic garbage collector paused.
+GC_PAUSE_FROM = 256
+
+
+def packed_time(milliseconds: int) -> bytes:
+    """A record's ``created_at`` as :func:`encode_record` takes it (one pack for a whole append)."""
+    packed: bytes = msgpack.packb(milliseconds)
+    return packed
+
+
+def read_record(
+    raw: bytes, key: str, position: int
+) -> tuple[int, int, dict[str, Any], str | None, str]:
+    """(parent position, created_at, payload, chosen id or None, tag) of one stored record; a
+    ``CorruptionError`` (its ``details["reason"]`` says why) when it is not a message record."""
+    try:
+        record = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises several unrelated types for bad input
+        raise corrupt(key, str(position), f"not valid msgpack ({exc})") from exc
+    return record_fields(record, key, position)
 
 
 def parent_position(parent: int, position: int) -> int:
@@ -99,7 +161,14 @@ def _first_undecodable(parts: Sequence[Slice]) -> int:
 
 
 def _bad_record(key: str, position: int) -> CorruptionError:
-    return corrupt(key, str(position), f"the record at position {position} is not a message record")
+    field = str(position)
+    return CorruptionError(
+        f"corrupt data at {key} field {field!r}: the record at position {position} is not a "
+        "message record",
+        key=key,
+        field=field,
+        reason="not a message record",
+    )
 
 
 def record_fields(
@@ -230,18 +299,6 @@ def check_metadata(metadata: object, where: str) -> dict[str, Any]:
         if not isinstance(key, str):
             raise ValidationError(f"{where} metadata has a non-string key {key!r}")
     return plain_dict(metadata)
-
-
-#: A record's start as the client writes it: a 5-element array whose parent is -2, "the
-#: position before mine" (the script rewrites it where the parent is elsewhere).
-_RECORD_HEAD = b"\x95\xfe"
-
-
-#: The same for a record with metadata (6 elements: the metadata comes before the chosen id).
-_RECORD_WITH_METADATA_HEAD = b"\x96\xfe"
-
-
-_NIL = b"\xc0"
 
 
 @contextmanager

@@ -1,4 +1,12 @@
-"""TODO docstring: ctxstore._core.format.summaries."""
+"""Summary members: what the chat's ``summary`` ZSET holds, one per summarized message.
+
+A member is scored by the position of the last message the summary covers and holds
+:data:`SUMMARY_TOKEN_BYTES` bytes of the summary's token count (big-endian: what the scripts add
+to a chain's size) followed by a msgpack map ``{"message_id", "created_at", "content",
+"metadata"}``. Writing a summary and importing one both build it with :func:`summary_member`;
+every reader parses it with :func:`parse_summary_member`, which checks it as the scripts'
+``summary_record_ok`` does.
+"""
 
 from __future__ import annotations
 
@@ -7,49 +15,39 @@ from typing import Any
 
 from ctxstore._core.format.codec import decode, encode
 from ctxstore._core.format.fields import corrupt
-from ctxstore._core.state import StoreState
-from ctxstore.errors import ValidationError
-from ctxstore.messages.summaries import CONTEXT_SUMMARY
 from ctxstore.models import StoredSummary
 
+#: Bytes of a member's token count.
 SUMMARY_TOKEN_BYTES = 5
-
-
+#: The largest token count a member holds (40 bits).
 MAX_SUMMARY_TOKENS = (1 << 40) - 1
 
 
 def summary_member(
-    state: StoreState,
+    *,
     message_id: str,
+    created_at: int,
     content: str,
     metadata: Mapping[str, Any],
     tokens: int,
-    now: int,
+    limit: int,
+    what: str = "summary",
 ) -> bytes:
-    """The ZSET member of a new summary, validated."""
-    if not isinstance(content, str) or not content.strip():
-        raise ValidationError("a summary needs a non-empty text")
-    if not isinstance(metadata, Mapping):
-        raise ValidationError(f"summary metadata must be a mapping, got {metadata!r}")
-    if (
-        isinstance(tokens, bool)
-        or not isinstance(tokens, int)
-        or not 0 <= tokens <= MAX_SUMMARY_TOKENS
-    ):
-        raise ValidationError(f"a summary's tokens must be a non-negative int, got {tokens!r}")
+    """A member from checked parts (``tokens`` within :data:`MAX_SUMMARY_TOKENS`, ``content``
+    a text); the record is encoded as strictly as chat metadata (it is read back whole)."""
     record = {
         "message_id": message_id,
-        "created_at": now,
+        "created_at": created_at,
         "content": content,
-        "metadata": {**metadata, "type": CONTEXT_SUMMARY},
+        "metadata": dict(metadata),
     }
-    body = encode(record, what="summary", limit=state.limits.max_message_bytes, strict=True)
+    body = encode(record, what=what, limit=limit, strict=True)
     return tokens.to_bytes(SUMMARY_TOKEN_BYTES, "big") + body
 
 
 def parse_summary_member(raw: object, key: str, position: int) -> StoredSummary:
-    """A summary member as stored (see the module docstring), scored with ``position``; checked
-    as ``summary_record_ok`` checks it in the scripts."""
+    """A summary member as stored, scored with ``position``; checked as ``summary_record_ok``
+    checks it in the scripts."""
     field = str(position)
     if not isinstance(raw, bytes) or len(raw) <= SUMMARY_TOKEN_BYTES:
         raise corrupt(key, field, "a summary without a record")

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, get_args
-
-import msgpack
+from typing import Any, get_args
 
 from ctxstore._core.format.codec import encode
 from ctxstore._core.format.fields import text
+from ctxstore._core.format.records import (
+    check_metadata,
+    check_payload,
+    encode_record,
+    packed_time,
+)
 from ctxstore._core.format.tokens import token_entries
 from ctxstore._core.ids import check_name, new_request_id, new_tags
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args, touch_indexes, with_touch
@@ -25,16 +29,6 @@ from ctxstore.models import (
     ExistingPolicy,
     MessageInput,
     NewMessage,
-)
-
-if TYPE_CHECKING:
-    pass
-from ctxstore._core.format.records import (
-    _NIL,
-    _RECORD_HEAD,
-    _RECORD_WITH_METADATA_HEAD,
-    check_metadata,
-    check_payload,
 )
 
 
@@ -76,8 +70,9 @@ def append_args(
     (counted with ``count_tokens``, else the store's counter); everything is validated and
     encoded before anything is sent.
 
-    The client builds each record whole, ``[-2, created_at, payload, chosen id or nil, tag]``,
-    so the script touches only the few whose parent is not the position before them.
+    The client builds each record whole, as the child of the position before it
+    (:func:`~ctxstore._core.format.records.encode_record`), so the script touches only the
+    few whose parent is elsewhere.
     """
     items = list(messages)
     if not items:
@@ -86,7 +81,7 @@ def append_args(
         raise ValidationError(
             f"append takes at most {state.limits.max_batch} messages at once, got {len(items)}"
         )
-    created = msgpack.packb(now)
+    created = packed_time(now)
     limit = state.limits.max_message_bytes
     chosen_ids: list[str] = []
     records: list[bytes] = []
@@ -113,10 +108,10 @@ def append_args(
         checked = check_payload(payload, where)
         payloads.append(checked)
         body = encode(checked, what=where, limit=limit)
-        chosen_part = msgpack.packb(chosen) if chosen else _NIL
-        head = _RECORD_WITH_METADATA_HEAD if metadata else _RECORD_HEAD
         records.append(
-            b"".join((head, created, body, metadata, chosen_part, msgpack.packb(tags[index])))
+            encode_record(
+                body, created_at=created, tag=tags[index], chosen=chosen, metadata=metadata
+            )
         )
     entries = token_entries(payloads, count_tokens or state.message_tokens, base)
     return chosen_ids, tags, records, entries

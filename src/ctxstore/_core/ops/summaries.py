@@ -6,9 +6,8 @@ after it, untouched. Reads with ``summaries`` on (``lua/get_chain.lua``) start a
 summary on the chain and return it. A summary is written once and never changed; a later
 compaction rolls over it (covers it and the newer messages) under a newer message.
 
-In Redis a summary is a member of the chat's ``summary`` ZSET, scored by its message's position:
-5 bytes of its token count (what the scripts add to a chain's size), then a msgpack map
-``{"message_id", "created_at", "content", "metadata"}``.
+In Redis a summary is a member of the chat's ``summary`` ZSET, scored by its message's position
+(see :mod:`ctxstore._core.format.summaries`).
 """
 
 from __future__ import annotations
@@ -17,6 +16,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxstore._core.format.summaries import (
+    MAX_SUMMARY_TOKENS,
     parse_summary_member,
     summary_member,
 )
@@ -26,6 +26,7 @@ from ctxstore._core.protocol import Operation, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
 from ctxstore.errors import ValidationError
+from ctxstore.messages.summaries import CONTEXT_SUMMARY
 from ctxstore.models import WrittenSummary
 
 
@@ -50,7 +51,7 @@ def write_summary(
         if not isinstance(content, str):
             raise ValidationError("a summary needs a non-empty text")
         tokens = state.message_tokens({"role": "assistant", "content": content})
-    member = summary_member(state, message_id, content, metadata or {}, tokens, state.clock())
+    member = new_summary_member(state, message_id, content, metadata or {}, tokens)
     script = load_script("write_summary")
     key = chat.key("summary")
 
@@ -72,3 +73,28 @@ def write_summary(
         writes=True,
     )
     return result
+
+
+def new_summary_member(
+    state: StoreState, message_id: str, content: str, metadata: Mapping[str, Any], tokens: int
+) -> bytes:
+    """The member of a summary written now, validated; its metadata is marked as a context
+    summary (:data:`~ctxstore.messages.summaries.CONTEXT_SUMMARY`)."""
+    if not isinstance(content, str) or not content.strip():
+        raise ValidationError("a summary needs a non-empty text")
+    if not isinstance(metadata, Mapping):
+        raise ValidationError(f"summary metadata must be a mapping, got {metadata!r}")
+    if (
+        isinstance(tokens, bool)
+        or not isinstance(tokens, int)
+        or not 0 <= tokens <= MAX_SUMMARY_TOKENS
+    ):
+        raise ValidationError(f"a summary's tokens must be a non-negative int, got {tokens!r}")
+    return summary_member(
+        message_id=message_id,
+        created_at=state.clock(),
+        content=content,
+        metadata={**metadata, "type": CONTEXT_SUMMARY},
+        tokens=tokens,
+        limit=state.limits.max_message_bytes,
+    )

@@ -19,14 +19,13 @@ from collections.abc import Generator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxstore._core.format.chat import METADATA_PREFIX, USAGE_PREFIX, chat_meta
-from ctxstore._core.format.codec import decode
+from ctxstore._core.format.chat import chat_meta, metadata_and_usage
 from ctxstore._core.format.fields import corrupt, field_count, pairs
 from ctxstore._core.format.pointers import BranchRecord, branch_record, checkpoint_record
 from ctxstore._core.format.portable import FORMAT_VERSION, put_value
 from ctxstore._core.format.records import Slice, decode_records, derived_id, record_fields
 from ctxstore._core.format.summaries import parse_summary_member
-from ctxstore._core.format.tokens import TOK_WIDTH
+from ctxstore._core.format.tokens import TOK_WIDTH, entry_at
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
 from ctxstore._core.plans import RunOperation
@@ -116,12 +115,7 @@ def _snapshot(keys: ChatKeys, reply: Sequence[Any]) -> Snapshot:
         summaries.append(
             (position, parse_summary_member(flat_summaries[index], summary_key, position))
         )
-    metadata, usage = {}, {}
-    for name, raw in fields.items():
-        if name.startswith(METADATA_PREFIX):
-            metadata[name[len(METADATA_PREFIX) :]] = decode(raw, key=chat_key, field=name)
-        elif name.startswith(USAGE_PREFIX):
-            usage[name[len(USAGE_PREFIX) :]] = field_count(raw, chat_key, name)
+    metadata, usage = metadata_and_usage(chat_key, fields)
     ttl = fields.get("ttl")
     chat: dict[str, Any] = {
         "type": "chat",
@@ -203,8 +197,7 @@ def message_records(
             raise corrupt(
                 log_key, str(position), f"the record names a parent ({parent}) that is not older"
             )
-        at = offset * TOK_WIDTH
-        total = int.from_bytes(tok[at + 1 : at + TOK_WIDTH], "big")
+        _flags, total = entry_at(tok, offset)
         own = total - (totals[parent] if parent >= 0 else 0)
         if own < 0:
             raise corrupt(

@@ -1,4 +1,4 @@
-"""Importing a chat from its portable form (:mod:`ctxstore.core.portable`).
+"""Importing a chat from its portable form (:mod:`ctxstore._core.format.portable`).
 
 An import must never leave half a chat where a reader could see it, and must not hold Redis for
 long however big the chat is. So it is built aside and published at once:
@@ -30,20 +30,31 @@ every chain, window and size reads back as it was.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import msgpack
-
 from ctxstore._core.format.chat import USAGE_PREFIX, chat_meta
 from ctxstore._core.format.codec import encode
 from ctxstore._core.format.fields import MAX_COUNT
+from ctxstore._core.format.pointers import (
+    MAX_RECORD_NUMBER,
+    BranchRecord,
+    branch_text,
+    checkpoint_text,
+)
 from ctxstore._core.format.portable import FORMAT_VERSION, MISSING, take_value
-from ctxstore._core.format.records import check_metadata, check_payload
-from ctxstore._core.format.summaries import MAX_SUMMARY_TOKENS, SUMMARY_TOKEN_BYTES
-from ctxstore._core.format.tokens import MAX_CHAIN_TOKENS, MAX_MESSAGE_TOKENS, TOOL_RESULT
+from ctxstore._core.format.records import (
+    PREVIOUS,
+    check_metadata,
+    check_payload,
+    encode_record,
+    is_generated_id,
+    packed_time,
+    run_member,
+)
+from ctxstore._core.format.summaries import MAX_SUMMARY_TOKENS, summary_member
+from ctxstore._core.format.tokens import MAX_MESSAGE_TOKENS, check_chain_total, entry, flags_of
 from ctxstore._core.ids import check_key_id, check_name, new_incarnation, new_tags
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops import indexes
@@ -52,7 +63,6 @@ from ctxstore._core.protocol import Arg, Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
 from ctxstore.errors import LimitExceededError, ValidationError
-from ctxstore.messages.tool_groups import TOOL_RESULT_ROLES
 from ctxstore.settings import MAX_TTL_SECONDS
 
 if TYPE_CHECKING:
@@ -66,13 +76,8 @@ CHUNK_BYTES = 8 << 20
 STAGING_TTL_MS = 15 * 60 * 1000
 #: The staged keys, in the order both scripts take them.
 STAGED = ("log", "alias", "runs", "tok", "branch", "checkpoint", "summary")
-#: Times inside branch and checkpoint records: the scripts read at most 15 digits.
-_MAX_RECORD_NUMBER = 10**15 - 1
+#: Times of message records and summaries: what msgpack holds as an int.
 _MAX_MSGPACK_INT = (1 << 63) - 1
-_RECORD_HEAD = b"\x95"
-_RECORD_WITH_METADATA_HEAD = b"\x96"
-#: A message record's parent field meaning "the position right before this one".
-_PREVIOUS = -2
 
 _FIELDS = {
     "chat": {
@@ -166,7 +171,7 @@ class _Header:
 class ChatImport:
     """One import: :meth:`feed` each record (it returns a staging operation to run when a chunk
     is full), then run :meth:`finish`; on any failure run :meth:`discard` (see
-    :func:`ctxstore.transfer.run_import`). I/O-free: the shells run what it returns."""
+    the plan drivers). I/O-free: the shells run what it returns."""
 
     def __init__(
         self, state: StoreState, *, chat_id: str | None = None, user_id: str | None = None
@@ -175,7 +180,6 @@ class ChatImport:
         self._chat_id = None if chat_id is None else check_key_id(chat_id, "chat_id")
         self._user_id = None if user_id is None else check_key_id(user_id, "user_id")
         self._incarnation = new_incarnation()
-        self._generated = re.compile(rf"[0-9]+\.{self._incarnation}\.[a-z2-7]+")
         self._token = new_incarnation()
         self._number = 0
         self._header: _Header | None = None
@@ -281,7 +285,7 @@ class ChatImport:
         message_id = check_name(record.get("id"), f"{where} id")
         if message_id in self._positions:
             raise ValidationError(f"{where} repeats message id {message_id!r}")
-        if self._generated.fullmatch(message_id):
+        if is_generated_id(message_id, self._incarnation):
             raise ValidationError(f"{where} id {message_id!r} has the form of a generated id")
         parent = self._reference(record.get("parent_id"), f"{where} parent_id", nullable=True)
         created_at = _time(record, "created_at", where, _MAX_MSGPACK_INT)
@@ -307,33 +311,27 @@ class ChatImport:
                 limit=limit_depth,
                 length=depth,
             )
-        total = (self._totals[parent] if parent >= 0 else 0) + tokens
-        if total > MAX_CHAIN_TOKENS:
-            raise ValidationError(f"{where} makes a chain of more than 2^40 tokens")
+        total = check_chain_total((self._totals[parent] if parent >= 0 else 0) + tokens, where)
         if not self._tags:
             self._tags = new_tags(256)
         tag = self._tags.pop()
         follows = parent >= 0 and parent == position - 1
         chunk = self._chunk
-        record_bytes = b"".join(
-            (
-                _RECORD_WITH_METADATA_HEAD if metadata is not MISSING else _RECORD_HEAD,
-                msgpack.packb(_PREVIOUS if follows else parent),
-                msgpack.packb(created_at),
-                body,
-                extra,
-                msgpack.packb(message_id),
-                msgpack.packb(tag),
-            )
+        record_bytes = encode_record(
+            body,
+            created_at=packed_time(created_at),
+            tag=tag,
+            chosen=message_id,
+            metadata=extra,
+            parent=PREVIOUS if follows else parent,
         )
         chunk.records.append(record_bytes)
         chunk.size += len(record_bytes)
-        flags = TOOL_RESULT if payload.get("role") in TOOL_RESULT_ROLES else 0
-        chunk.tok += bytes((flags,)) + total.to_bytes(5, "big")
+        chunk.tok += entry(flags_of(payload), total)
         chunk.aliases += [message_id, position]
         self._aliases += 1
         if not follows:
-            chunk.runs += [position, f"{position}:{parent}:{depth}"]
+            chunk.runs += [position, run_member(position, parent, depth)]
             self._runs += 1
         self._positions[message_id] = position
         self._depths.append(depth)
@@ -345,7 +343,7 @@ class ChatImport:
             raise ValidationError(f"{where} repeats branch {name!r}")
         head = record.get("head")
         position = self._reference(head, f"{where} head", nullable=True)
-        created_at = _time(record, "created_at", where, _MAX_RECORD_NUMBER)
+        created_at = _time(record, "created_at", where, MAX_RECORD_NUMBER)
         active = record.get("active")
         if type(active) is not bool:
             raise ValidationError(f"{where} active must be true or false")
@@ -354,7 +352,7 @@ class ChatImport:
             self._active.append(name)
         depth = self._depths[position] if position >= 0 else 0
         seq = len(self._branches)
-        raw = f"{position}\t{head or ''}\t{created_at}\t{seq}\t{depth}"
+        raw = branch_text(BranchRecord(position, head, created_at, seq, depth))
         self._chunk.branches += [name, raw]
         self._chunk.size += len(raw)
 
@@ -364,9 +362,9 @@ class ChatImport:
             raise ValidationError(f"{where} repeats checkpoint {name!r}")
         message_id = record.get("message_id")
         position = self._reference(message_id, f"{where} message_id", nullable=False)
-        created_at = _time(record, "created_at", where, _MAX_RECORD_NUMBER)
+        created_at = _time(record, "created_at", where, MAX_RECORD_NUMBER)
         self._checkpoints.add(name)
-        raw = f"{position}\t{message_id}\t{created_at}\t{len(self._checkpoints)}"
+        raw = checkpoint_text(position, str(message_id), created_at, len(self._checkpoints))
         self._chunk.checkpoints += [name, raw]
         self._chunk.size += len(raw)
 
@@ -384,19 +382,16 @@ class ChatImport:
         metadata = take_value(record, "metadata", where, required=True)
         if type(metadata) is not dict:
             raise ValidationError(f"{where} metadata must be a mapping")
-        body = encode(
-            {
-                "message_id": message_id,
-                "created_at": created_at,
-                "content": content,
-                "metadata": metadata,
-            },
-            what=where,
+        member = summary_member(
+            message_id=str(message_id),
+            created_at=created_at,
+            content=content,
+            metadata=metadata,
+            tokens=tokens,
             limit=self._state.limits.max_message_bytes,
-            strict=True,
+            what=where,
         )
         self._summaries.add(position)
-        member = tokens.to_bytes(SUMMARY_TOKEN_BYTES, "big") + body
         self._chunk.summaries += [position, member]
         self._chunk.size += len(member)
 

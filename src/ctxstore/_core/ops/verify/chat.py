@@ -15,23 +15,31 @@ the records themselves are reported, not repaired, and keep the derived keys as 
 
 from __future__ import annotations
 
-import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import msgpack
-
 from ctxstore._core.format.chat import (
-    METADATA_PREFIX,
-    USAGE_PREFIX,
+    check_chat_field,
     check_format,
     check_incarnation,
     check_owner,
 )
-from ctxstore._core.format.codec import decode
-from ctxstore._core.format.fields import corrupt, field_count, field_text, text
-from ctxstore._core.format.records import derived_id, gc_paused, record_fields
+from ctxstore._core.format.fields import field_count, text
+from ctxstore._core.format.pointers import (
+    BranchRecord,
+    branch_text,
+    checkpoint_text,
+    loose_fields,
+)
+from ctxstore._core.format.records import (
+    derived_id,
+    gc_paused,
+    is_generated_id,
+    read_record,
+    run_member,
+)
+from ctxstore._core.format.tokens import flags_of
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops.chats import chat_context, keys_for
 from ctxstore._core.ops.verify.tokens import check_summaries, check_token_entries
@@ -47,14 +55,10 @@ from ctxstore.errors import (
 )
 from ctxstore.models import Problem, VerifyReport
 
-#: The layout this module checks (the ``fmt`` field of the chat hash).
-FORMAT = "2"
 #: How often a read or a repair is tried again when a write lands in the middle of it.
 ATTEMPTS = 3
 #: How many differing entries a problem about a whole key names before it just counts.
 EXAMPLES = 3
-
-_GENERATED_ID = re.compile(r"(\d+)\.([a-z2-7]+)\.([a-z2-7]+)")
 
 
 # --- reading ---------------------------------------------------------------------------------
@@ -246,6 +250,8 @@ class _Log:
     chosen: list[str | None] = field(default_factory=list)
     tags: list[str | None] = field(default_factory=list)
     depths: list[int | None] = field(default_factory=list)
+    #: The token-entry flag each message's payload gives (None where the record is broken).
+    flags: list[int | None] = field(default_factory=list)
     problems: list[Problem] = field(default_factory=list)
 
     @property
@@ -265,17 +271,14 @@ class _Log:
         return derived_id(position, incarnation, tag)
 
 
-def _decode(raw: bytes, key: str, position: int) -> tuple[int, str | None, str] | Problem:
-    """The parent, chosen id and tag of one record, or why it is not a message record."""
+def _decode(raw: bytes, key: str, position: int) -> tuple[int, str | None, str, int] | Problem:
+    """The parent, chosen id, tag and token-entry flag of one record, or why it is not a
+    message record."""
     try:
-        record = msgpack.unpackb(raw, raw=False, strict_map_key=False)
-    except Exception as exc:  # msgpack raises several unrelated types for bad input
-        return Problem("record", key, str(position), f"not valid msgpack ({exc})")
-    try:
-        parent, _created_at, _payload, chosen, tag = record_fields(record, key, position)
-    except CorruptionError:
-        return Problem("record", key, str(position), "not a message record")
-    return parent, chosen, tag
+        parent, _created_at, payload, chosen, tag = read_record(raw, key, position)
+    except CorruptionError as error:
+        return Problem("record", key, str(position), str(error.details["reason"]))
+    return parent, chosen, tag, flags_of(payload)
 
 
 def _scan_log(snapshot: _Snapshot) -> _Log:
@@ -292,11 +295,13 @@ def _scan_log(snapshot: _Snapshot) -> _Log:
                 log.chosen.append(None)
                 log.tags.append(None)
                 log.depths.append(None)
+                log.flags.append(None)
                 continue
-            parent, chosen, tag = decoded
+            parent, chosen, tag, flags = decoded
             log.parents.append(parent)
             log.chosen.append(chosen)
             log.tags.append(tag)
+            log.flags.append(flags)
             log.depths.append(_depth(log, key, position, parent))
             if chosen is not None:
                 _check_chosen(log, key, position, chosen, seen, snapshot.incarnation)
@@ -330,10 +335,9 @@ def _depth(log: _Log, key: str, position: int, parent: int) -> int | None:
 def _check_chosen(
     log: _Log, key: str, position: int, chosen: str, seen: dict[str, int], inc: str | None
 ) -> None:
-    generated = _GENERATED_ID.fullmatch(chosen)
     if chosen == "":
         detail = "holds an empty chosen id"
-    elif generated is not None and generated.group(2) == inc:
+    elif inc is not None and is_generated_id(chosen, inc):
         detail = f"holds the chosen id {chosen!r}, of the form this chat generates"
     elif chosen in seen:
         detail = f"holds the chosen id {chosen!r}, already used at position {seen[chosen]}"
@@ -358,6 +362,8 @@ class _Findings:
     checkpoints: dict[str, tuple[bytes, str]] = field(default_factory=dict)
     counters: list[str] = field(default_factory=list)
     indexes: list[str] = field(default_factory=list)
+    #: position -> the token-entry flag its message's payload gives
+    flags: dict[int, int] = field(default_factory=dict)
 
     def add(self, kind: str, key: str, name: str, detail: str) -> None:
         self.problems.append(Problem(kind, key, name, detail))
@@ -405,7 +411,7 @@ def _expected_runs(log: _Log) -> dict[str, int]:
         if parent is None or depth is None:
             continue
         if parent == -1 or parent != position - 1:
-            runs[f"{position}:{parent}:{depth}"] = position
+            runs[run_member(position, parent, depth)] = position
     return runs
 
 
@@ -422,7 +428,7 @@ def _check_branches(found: _Findings, snapshot: _Snapshot, log: _Log) -> None:
     of its position; the active branch is one of them."""
     key = snapshot.keys.key("branch")
     for name, raw in sorted(snapshot.branches.items()):
-        fields = _tab_ints(raw, 5, (0, 2, 3, 4))
+        fields = loose_fields(raw, 5, (0, 2, 3, 4))
         if fields is None:
             found.add("branch", key, name, "not a branch record")
             continue
@@ -444,7 +450,8 @@ def _check_branches(found: _Findings, snapshot: _Snapshot, log: _Log) -> None:
             stale.append(f"chain length {length}, the chain of {position} holds {depth}")
         if stale:
             found.add("branch", key, name, "; ".join(stale))
-            found.branches[name] = (raw, f"{position}\t{head_id}\t{created}\t{seq}\t{depth}")
+            rebuilt = BranchRecord(position, head_id or None, created, seq, depth)
+            found.branches[name] = (raw, branch_text(rebuilt))
     active = snapshot.field("active_branch")
     if active not in snapshot.branches:
         found.add(
@@ -455,23 +462,10 @@ def _check_branches(found: _Findings, snapshot: _Snapshot, log: _Log) -> None:
         )
 
 
-def _tab_ints(raw: Any, count: int, numbers: tuple[int, ...]) -> list[Any] | None:
-    """A tab-separated record's fields, the ``numbers`` ones as ints; None when malformed."""
-    try:
-        parts: list[Any] = text(raw).split("\t")
-        if len(parts) != count:
-            return None
-        for index in numbers:
-            parts[index] = int(parts[index])
-    except (UnicodeDecodeError, ValueError):
-        return None
-    return parts
-
-
 def _check_checkpoints(found: _Findings, snapshot: _Snapshot, log: _Log) -> None:
     key = snapshot.keys.key("checkpoint")
     for name, raw in sorted(snapshot.checkpoints.items()):
-        fields = _tab_ints(raw, 4, (0, 2, 3))
+        fields = loose_fields(raw, 4, (0, 2, 3))
         if fields is None or fields[0] < 0 or not fields[1]:
             found.add("checkpoint", key, name, "not a checkpoint record")
             continue
@@ -487,7 +481,7 @@ def _check_checkpoints(found: _Findings, snapshot: _Snapshot, log: _Log) -> None
                 name,
                 f"message id {message_id!r}, the message at {position} is {expected!r}",
             )
-            found.checkpoints[name] = (raw, f"{position}\t{expected}\t{created}\t{seq}")
+            found.checkpoints[name] = (raw, checkpoint_text(position, expected, created, seq))
 
 
 def _check_counters(found: _Findings, snapshot: _Snapshot) -> None:
@@ -527,20 +521,6 @@ def _reason(error: CorruptionError) -> str:
     return error.message.rpartition(": ")[2]
 
 
-#: Fields of the chat hash besides the identity, the counters (checked against the records)
-#: and updated_at (checked with the indexes): how each is checked.
-_CHAT_FIELDS: dict[str, Callable[[Any, str, str], Any]] = {
-    "created_at": field_count,
-    "branch_seq": field_count,
-    "checkpoint_seq": field_count,
-    "req_since": field_count,
-    "title": field_text,
-    "active_branch": field_text,
-}
-#: The formats of the compaction marker and lease (``lua/append.lua``, ``compaction_lease.lua``).
-_MARKERS = {"cjob": re.compile(r"-?[0-9]+\t[0-9]+"), "clease": re.compile(r"[^\t]*\t[0-9]+")}
-
-
 def _check_chat_fields(found: _Findings, snapshot: _Snapshot) -> None:
     """Every other field a reader or a script parses: counts, text, metadata, usage, markers."""
     key = snapshot.keys.key("chat")
@@ -548,14 +528,7 @@ def _check_chat_fields(found: _Findings, snapshot: _Snapshot) -> None:
         found.add("name", bad_key, name, "a field name that is not UTF-8")
     for name, raw in sorted(snapshot.chat.items()):
         try:
-            if name in _CHAT_FIELDS:
-                _CHAT_FIELDS[name](raw, key, name)
-            elif name.startswith(METADATA_PREFIX):
-                decode(raw, key=key, field=name)
-            elif name.startswith(USAGE_PREFIX):
-                field_count(raw, key, name)
-            elif name in _MARKERS and not _MARKERS[name].fullmatch(_shown(raw)):
-                raise corrupt(key, name, "not a marker ctxstore writes")
+            check_chat_field(name, raw, key)
         except CorruptionError as error:
             found.add("chat", key, name, f"is {_shown(raw)[:64]!r}: {_reason(error)}")
 
@@ -596,6 +569,7 @@ class _Plan:
     checkpoints: dict[str, tuple[bytes, str]]
     counters: tuple[str, ...]
     indexes: tuple[str, ...]
+    flags: dict[int, int] = field(default_factory=dict)
 
     @property
     def in_chat(self) -> bool:
@@ -606,6 +580,7 @@ class _Plan:
             or self.branches
             or self.checkpoints
             or self.counters
+            or self.flags
         )
 
     @property
@@ -622,6 +597,7 @@ class _Plan:
         done += [f"branch {name!r}" for name in self.branches]
         done += [f"checkpoint {name!r}" for name in self.checkpoints]
         done += list(self.counters)
+        done += [f"token flag at {position}" for position in sorted(self.flags)]
         done += [f"index {index}" for index in self.indexes]
         return tuple(done)
 
@@ -638,6 +614,7 @@ def _plan(found: _Findings, chat_sound: bool, log_sound: bool) -> _Plan:
         checkpoints=found.checkpoints if derive else {},
         counters=tuple(found.counters) if chat_sound else (),
         indexes=tuple(found.indexes) if chat_sound else (),
+        flags=found.flags if derive else {},
     )
 
 
@@ -651,7 +628,9 @@ def _check(snapshot: _Snapshot) -> tuple[VerifyReport, _Plan]:
     _check_runs(found, snapshot, log)
     _check_branches(found, snapshot, log)
     _check_checkpoints(found, snapshot, log)
-    check_token_entries(found.add, snapshot.keys.key("tok"), snapshot.tok, log.parents)
+    found.flags = check_token_entries(
+        found.add, snapshot.keys.key("tok"), snapshot.tok, log.parents, log.flags
+    )
     check_summaries(
         found.add,
         snapshot.keys.key("summary"),
@@ -700,6 +679,7 @@ def _repair_call(snapshot: _Snapshot, plan: _Plan) -> Call[tuple[str, int]]:
             -1 if plan.runs is None else len(runs),
             len(branches),
             len(checkpoints),
+            " ".join(f"{position}:{flag}" for position, flag in sorted(plan.flags.items())),
             *alias,
             *runs,
             *branches,

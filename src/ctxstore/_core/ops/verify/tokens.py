@@ -1,8 +1,10 @@
 """The verify checks of the token entries (``tok``) and the summaries (``summary``).
 
-Unlike alias, runs or branch records, neither derives from the records alone: a token count is
-what the writer's tokenizer said at save, and a summary is text a model wrote. So these checks
-report; ``--repair`` leaves both as they are.
+An entry's flag derives from its message's payload (:func:`~ctxstore._core.format.tokens.
+flags_of`): a wrong one is reported, and ``--repair`` rewrites it, since a window or a
+compaction that trusts it could start with an orphaned tool result. The totals do not derive
+from the records (a token count is what the writer's tokenizer said at save), nor does a
+summary (text a model wrote): those are reported and left as they are.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 
 from ctxstore._core.format.summaries import parse_summary_member
-from ctxstore._core.format.tokens import TOK_WIDTH
+from ctxstore._core.format.tokens import KNOWN_FLAGS, TOK_WIDTH, entry_at
 from ctxstore.errors import CorruptionError
 
 #: A check's report: (kind, key, field, detail).
@@ -18,10 +20,16 @@ Report = Callable[[str, str, str, str], None]
 
 
 def check_token_entries(
-    report: Report, key: str, tok: bytes, parents: Sequence[int | None]
-) -> None:
-    """One entry per log position; a known flag; chain totals never smaller than the parent's
-    (a message's own count is the difference, so it is never negative)."""
+    report: Report,
+    key: str,
+    tok: bytes,
+    parents: Sequence[int | None],
+    flags: Sequence[int | None],
+) -> dict[int, int]:
+    """One entry per log position; each flag the one its message's payload gives (``flags``,
+    None where the record is broken); chain totals never smaller than the parent's (a
+    message's own count is the difference, so it is never negative). Returns the flags to
+    rewrite: position -> the flag the payload gives."""
     if len(tok) != TOK_WIDTH * len(parents):
         report(
             "tokens",
@@ -29,24 +37,32 @@ def check_token_entries(
             "",
             f"{len(tok)} bytes for {len(parents)} messages (expected {TOK_WIDTH} per message)",
         )
-        return
-    totals = [
-        int.from_bytes(tok[p * TOK_WIDTH + 1 : (p + 1) * TOK_WIDTH], "big")
-        for p in range(len(parents))
-    ]
-    for position, parent in enumerate(parents):
-        flags = tok[position * TOK_WIDTH]
-        if flags not in (0, 1):
-            report("tokens", key, str(position), f"unknown flags {flags}")
-        if parent is None or parent < 0:
-            continue
-        if totals[position] < totals[parent]:
+        return {}
+    entries = [entry_at(tok, position) for position in range(len(parents))]
+    rewrites: dict[int, int] = {}
+    for position, (parent, expected) in enumerate(zip(parents, flags, strict=True)):
+        stored, total = entries[position]
+        if stored not in KNOWN_FLAGS:
+            report("tokens", key, str(position), f"unknown flags {stored}")
+        elif expected is not None and stored != expected:
             report(
                 "tokens",
                 key,
                 str(position),
-                f"chain total {totals[position]} below its parent's {totals[parent]}",
+                f"flags {stored}, the message's payload gives {expected} (1: it continues the "
+                "tool group of the message before it, so no window may start with it)",
             )
+            rewrites[position] = expected
+        if parent is None or parent < 0:
+            continue
+        if total < entries[parent][1]:
+            report(
+                "tokens",
+                key,
+                str(position),
+                f"chain total {total} below its parent's {entries[parent][1]}",
+            )
+    return rewrites
 
 
 def check_summaries(
