@@ -22,7 +22,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ctxstore._exports import install_moved_module_finder, lazy_exports
+from ctxstore._base.exports import install_moved_module_finder, lazy_exports
 from ctxstore.errors import (
     BackendBusyError,
     BackendError,

@@ -75,12 +75,12 @@ def test_merges_recurse_until_one_summary_remains() -> None:
     # the partials of the first round need several merge rounds.
     prompts: list[str] = []
     plan = summary_plan(history(60), prompt="Sum up.", input_budget=2000, count=letters)
-    request = next(plan)
+    request = next(plan).request  # each step is an Effect asking for one model request
     while True:
         assert count_tokens(request.messages, estimate_tokens=letters) <= 2000
         prompts.append(request.messages[0]["content"])
         try:
-            request = plan.send(f"partial {len(prompts):04d} " + "z" * 590)
+            request = plan.send(f"partial {len(prompts):04d} " + "z" * 590).request
         except StopIteration as done:
             result = str(done.value)
             break

@@ -3,7 +3,7 @@
 Every store operation is a generator of :class:`~ctxstore._core.protocol.Call` values (build keys
 and args, name the script, say how to parse the reply); the shells in :mod:`ctxstore.store` only
 ship the calls to Redis and feed the replies back. Multi-step work (compactions, turns, exports,
-imports, streamed answers) is a *plan* (:mod:`ctxstore._core.plans`), driven by the same two
+imports, streamed answers) is a *plan* (:mod:`ctxstore._base.plans`), driven by the same two
 drivers for every flow.
 
 * :mod:`ctxstore._core.format`: the storage format, the one place that encodes and decodes what

@@ -5,7 +5,7 @@ message fragments (not yet saved), and its view of the chat (the branch it works
 branch's head, the chat's fields). Each method that talks to Redis is an *operation*: a
 generator of store calls from :mod:`ctxstore.core`, which the sync and async engines run with
 their store's ``run``. Materializing lazy fragment data is a generator of awaitables, driven the
-same way by :func:`~ctxstore.context.fragment.drive_sync` / ``drive_async``.
+same way: a plan of :class:`~ctxstore.prompt.fragment.Await` effects.
 
 The first operation of an engine opens the chat (upsert, owner check, the constructor metadata
 merged once, the active branch loaded) in the same script as its own work where it can:
@@ -14,9 +14,10 @@ merged once, the active branch loaded) in the same script as its own work where 
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Generator, Iterable, Mapping
-from typing import Any, TypedDict, get_args
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TypedDict, TypeVar, get_args
 
+from ctxstore._base.plans import Plan, Run
 from ctxstore._core.cache import EMPTY_CHAIN, CachedChain
 from ctxstore._core.ids import check_key_id, check_name
 from ctxstore._core.ops import append as append_ops
@@ -24,8 +25,6 @@ from ctxstore._core.ops import branches, chats, checkpoints, opening, reads, tur
 from ctxstore._core.ops import graph as graph_ops
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.ops.chats import metadata_args
-from ctxstore._core.plans import RunOperation
-from ctxstore._core.plans import Step as PlanStep
 from ctxstore._core.protocol import Operation
 from ctxstore._core.state import StoreState
 from ctxstore.engine.inspection import snapshot
@@ -65,6 +64,8 @@ from ctxstore.prompt.renderers import (
 )
 from ctxstore.window.compaction import CompactionPolicy, CompactionResult, compaction
 from ctxstore.window.manager import ContextManager
+
+T = TypeVar("T")
 
 #: Renderers whose output depends on the fragments and their own settings only.
 _PURE_RENDERERS = (XmlRenderer, MarkdownRenderer, TomlRenderer, ToonRenderer)
@@ -164,13 +165,19 @@ class EngineCore:
     def context(self) -> tuple[Fragment, ...]:
         return tuple(self._context)
 
-    def materialize_context(self) -> Generator[Awaitable[Any], Any, None]:
+    def materialize_context(self) -> Plan[None]:
         """Materialize lazy data of fragments not materialized yet; each is done once."""
         for index, item in enumerate(self._context):
             if not self._materialized[index]:
                 self._context[index] = yield from walk(item, item.name)
                 self._materialized[index] = True
                 self._rendered.clear()
+
+    def materialized(self, operation: Operation[T]) -> Plan[T]:
+        """``operation`` run once the context's lazy data is materialized (it renders)."""
+        yield from self.materialize_context()
+        result: T = yield Run(operation)
+        return result
 
     def render(self, renderer: Renderer | None = None) -> str:
         """The system prompt from the (materialized) context fragments.
@@ -324,19 +331,20 @@ class EngineCore:
 
     def resolve_plan(
         self, max_tokens: int | None, max_messages: int | None, full: bool
-    ) -> Generator[PlanStep, Any, CachedChain]:
+    ) -> Plan[CachedChain]:
         """A resolve, with the inline compaction a manager's hard threshold calls for: read; if
         the context is past it, compact under the chat's lease and read again (within the
-        threshold if another summarizer held the chat). Driven by ``run_compaction`` /
-        ``arun_compaction`` with the manager's summarizer."""
-        chain: CachedChain = yield RunOperation(
+        threshold if another summarizer held the chat). Lazy context data is materialized
+        first; the engines answer its effects (awaits, the manager's summarizer)."""
+        yield from self.materialize_context()
+        chain: CachedChain = yield Run(
             self.resolve_op(max_tokens=max_tokens, max_messages=max_messages, full=full)
         )
         if not self.compaction_due(full):
             return chain
         result = yield from self.compaction_steps()
         budget = self.window_after(result, max_tokens)
-        again: CachedChain = yield RunOperation(
+        again: CachedChain = yield Run(
             self.resolve_op(max_tokens=budget, max_messages=max_messages)
         )
         return again
@@ -351,7 +359,7 @@ class EngineCore:
             and self.context_tokens >= 0
         )
 
-    def compaction_steps(self) -> Generator[PlanStep, Any, CompactionResult]:
+    def compaction_steps(self) -> Plan[CompactionResult]:
         """One inline compaction of the engine's branch, under the chat's lease."""
         assert self.manager is not None
         policy = CompactionPolicy(
@@ -514,12 +522,12 @@ class EngineCore:
 
     def begin_turn(
         self, strategy: turns.TurnStrategy, lease: float, wait: float
-    ) -> Generator[PlanStep, Any, turns.TurnGrant]:
+    ) -> Plan[turns.TurnGrant]:
         """Open the chat, then take its turn lease by ``strategy`` (a plan: "enqueue" pauses
         between looks); the engine's writes carry the fence until :meth:`end_turn_op`."""
         if self.turn is not None:
             raise ConfigurationError("this engine is already in a turn; turns do not nest")
-        yield RunOperation(self.ensure_open())
+        yield Run(self.ensure_open())
         token = turns.new_turn_token()
         grant = yield from turns.acquire(
             self._state,

@@ -17,13 +17,21 @@ Typical turn::
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from datetime import timedelta
 from typing import Any, Generic, TypeVar
 
+from ctxstore._base.plans import (
+    AsyncPerform,
+    Perform,
+    aperformer,
+    arun_plan,
+    performer,
+    run_plan,
+)
 from ctxstore._core.ops.streams import DEFAULT_STREAM_TTL, DEFAULT_WRITER_TTL
 from ctxstore._core.ops.turns import TurnStrategy
-from ctxstore._core.plans import arun_plan, run_plan
 from ctxstore.engine.core import EngineCore
 from ctxstore.engine.streamed import (
     AsyncStreamedTurn,
@@ -42,11 +50,12 @@ from ctxstore.models import (
     ResolveResult,
     SavedHead,
 )
-from ctxstore.prompt.fragment import Fragment, drive_async, drive_sync
+from ctxstore.prompt.fragment import Await, Fragment, await_on_private_loop, awaited
 from ctxstore.prompt.renderers import Renderer
 from ctxstore.store.async_store import AsyncStore
 from ctxstore.store.sync_store import Store
 from ctxstore.window.manager import ContextManager
+from ctxstore.window.summarizer import asummarizing, summarizing
 
 StoreT = TypeVar("StoreT", Store, AsyncStore)
 
@@ -123,7 +132,7 @@ class _EngineBase(Generic[StoreT]):
 
     def render(self, renderer: Renderer | None = None) -> str:
         """The system prompt alone, no I/O (lazy data must be materialized: see resolve())."""
-        drive_sync(self._core.materialize_context())
+        run_plan(self._core.materialize_context(), performer(handle=await_on_private_loop))
         return self._core.render(renderer)
 
 
@@ -131,6 +140,19 @@ class ContextEngine(_EngineBase[Store]):
     """The context of one chat for one user, on a sync :class:`~ctxstore.Store`."""
 
     _store_type = Store
+
+    @functools.cached_property
+    def _perform(self) -> Perform:
+        """The steps of this engine's plans: store operations, and its effects: lazy context
+        data awaited on a private event loop, the manager's summaries."""
+        summarize = summarizing(self._core.summarize)
+
+        def effect(request: Any) -> Any:
+            if isinstance(request, Await):
+                return await_on_private_loop(request)
+            return summarize(request)
+
+        return performer(self._store.run, effect)
 
     def set(self, *fragments: Fragment) -> ContextEngine:
         """Add fragments: messages are queued for save(), the rest join the context."""
@@ -152,22 +174,20 @@ class ContextEngine(_EngineBase[Store]):
         budget (the summary counts, the rendered fragments do not; a tool call is never cut
         from its results; when nothing fits, the newest message comes with its tool group).
         """
-        drive_sync(self._core.materialize_context())
         plan = self._core.resolve_plan(max_tokens, max_messages, full)
-        chain = run_plan(self._store.run, plan, self._core.summarize)
-        return self._core.resolved(chain, renderer)
+        return self._core.resolved(run_plan(plan, self._perform), renderer)
 
     def inspect(self, model: str | None = None, renderer: Renderer | None = None) -> dict[str, Any]:
         """A JSON-serializable snapshot of the next call: token and cost estimate with the
         model's limits, the rendered prompt, the fragments, the chat's graph, the time."""
-        drive_sync(self._core.materialize_context())
-        return self._store.run(self._core.inspect_op(model, renderer))
+        operation = self._core.inspect_op(model, renderer)
+        return run_plan(self._core.materialized(operation), self._perform)
 
     def token_count(self, renderer: Renderer | None = None) -> int:
         """The tokens the next ``resolve()`` would send (system prompt, summary, messages,
         pending ones), from the counts stored at save: one round trip, no payload read."""
-        drive_sync(self._core.materialize_context())
-        return self._store.run(self._core.token_count_op(renderer))
+        operation = self._core.token_count_op(renderer)
+        return run_plan(self._core.materialized(operation), self._perform)
 
     def save(self) -> SavedHead | None:
         """Persist the pending messages (one round trip); returns the new head, which also says
@@ -256,6 +276,19 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
 
     _store_type = AsyncStore
 
+    @functools.cached_property
+    def _perform(self) -> AsyncPerform:
+        """The steps of this engine's plans: store operations awaited, lazy context data awaited
+        on the running loop, the manager's summaries (a sync summarizer in a thread)."""
+        summarize = asummarizing(self._core.asummarize)
+
+        def effect(request: Any) -> Any:
+            if isinstance(request, Await):
+                return awaited(request)
+            return summarize(request)
+
+        return aperformer(self._store.run, effect)
+
     def set(self, *fragments: Fragment) -> AsyncContextEngine:
         """Add fragments: messages are queued for save(), the rest join the context."""
         self._core.set(fragments)
@@ -276,24 +309,22 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
         budget (the summary counts, the rendered fragments do not; a tool call is never cut
         from its results; when nothing fits, the newest message comes with its tool group).
         """
-        await drive_async(self._core.materialize_context())
         plan = self._core.resolve_plan(max_tokens, max_messages, full)
-        chain = await arun_plan(self._store.run, plan, self._core.asummarize)
-        return self._core.resolved(chain, renderer)
+        return self._core.resolved(await arun_plan(plan, self._perform), renderer)
 
     async def inspect(
         self, model: str | None = None, renderer: Renderer | None = None
     ) -> dict[str, Any]:
         """A JSON-serializable snapshot of the next call: token and cost estimate with the
         model's limits, the rendered prompt, the fragments, the chat's graph, the time."""
-        await drive_async(self._core.materialize_context())
-        return await self._store.run(self._core.inspect_op(model, renderer))
+        operation = self._core.inspect_op(model, renderer)
+        return await arun_plan(self._core.materialized(operation), self._perform)
 
     async def token_count(self, renderer: Renderer | None = None) -> int:
         """The tokens the next ``resolve()`` would send (system prompt, summary, messages,
         pending ones), from the counts stored at save: one round trip, no payload read."""
-        await drive_async(self._core.materialize_context())
-        return await self._store.run(self._core.token_count_op(renderer))
+        operation = self._core.token_count_op(renderer)
+        return await arun_plan(self._core.materialized(operation), self._perform)
 
     async def save(self) -> SavedHead | None:
         """Persist the pending messages (one round trip); returns the new head, which also says

@@ -1,9 +1,10 @@
 """``engine.stream_turn(model, ...)``: an answer streamed to its caller, mirrored into Redis so a
 reader that lost its connection resumes it, and saved with its question when it ends.
 
-:class:`StreamedTurnPlan` is the whole logic, without I/O: a generator of steps (run a store
-operation, pull the model's next chunk, hand a chunk to the caller, write a batch of text, start
-or collect the title, drop what is in flight). :class:`StreamedTurn` drives it with a sync store
+:class:`StreamedTurnPlan` is the whole logic, without I/O: a plan (:mod:`ctxstore._base.plans`)
+that runs store operations, hands chunks to the caller, and asks its shell for the rest as
+effects (pull the model's next chunk, write a batch of text, start or collect the title, drop
+what is in flight). :class:`StreamedTurn` drives it with a sync store
 and ``litellm.completion``; :class:`AsyncStreamedTurn` with an async store and
 ``litellm.acompletion``, sending the writes in the background (one at a time, in order) so the
 chunks never wait for Redis. Neither decides anything.
@@ -45,10 +46,10 @@ from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Final
 
+from ctxstore._base.litellm import import_litellm
+from ctxstore._base.plans import Effect, Emit, Plan, Run, adrive, aperformer, drive, performer
 from ctxstore._core.ops import streams as answer_stream
-from ctxstore._core.plans import Emit, RunOperation, adrive, drive
 from ctxstore._core.protocol import Operation
-from ctxstore._litellm import import_litellm
 from ctxstore.engine.core import EngineCore
 from ctxstore.engine.titles import agenerate_chat_title, generate_chat_title
 from ctxstore.errors import CtxStoreError, ValidationError
@@ -120,8 +121,9 @@ TITLE: Final = _Marker("TITLE")
 #: Drop what is in flight: the model's stream, the title, a write in the background.
 ABANDON: Final = _Marker("ABANDON")
 
-Step = RunOperation | OpenModel | Write | StartTitle | Emit | _Marker
-Steps = Generator[Step, Any, None]
+#: What a streamed turn asks its shell for (each as an :class:`~ctxstore._base.plans.Effect`).
+Request = OpenModel | Write | StartTitle | _Marker
+Steps = Plan[None]
 
 
 # --- the logic -----------------------------------------------------------------------------------
@@ -241,7 +243,7 @@ class StreamedTurnPlan:
         engine = self._engine
         question = self._first_question()
         self._messages = context.with_system()
-        self.stream_id = yield RunOperation(
+        self.stream_id = yield Run(
             answer_stream.begin_stream(
                 engine.store_state,
                 engine.chat_id,
@@ -253,13 +255,15 @@ class StreamedTurnPlan:
         self.state = "streaming"
         self._last_write = self._monotonic()
         try:
-            yield OpenModel(self._request())
+            yield Effect(OpenModel(self._request()))
         except BaseException as error:
             yield from self._failed(error)
             raise
         if question is not None:
             options = self._options
-            yield StartTitle(question, options.title_model or self._model, options.title_options)
+            yield Effect(
+                StartTitle(question, options.title_model or self._model, options.title_options)
+            )
 
     def _request(self) -> dict[str, Any]:
         stream_options = dict(self._arguments.get("stream_options") or {})
@@ -293,7 +297,7 @@ class StreamedTurnPlan:
         self.read = True
         try:
             while True:
-                chunk = yield NEXT_CHUNK
+                chunk = yield Effect(NEXT_CHUNK)
                 if chunk is END:
                     break
                 self._chunks.append(chunk)
@@ -303,13 +307,13 @@ class StreamedTurnPlan:
                     self._buffered += len(text)
                 yield Emit(chunk)
                 if self._write_due():
-                    yield Write(self._write_op())
+                    yield Effect(Write(self._write_op()))
             if self._buffer:
-                yield Write(self._write_op())
-            yield SETTLE
+                yield Effect(Write(self._write_op()))
+            yield Effect(SETTLE)
             answer, usage = self._answer()
             self._engine.set([message(answer)])
-            saved: SavedHead | None = yield RunOperation(self._engine.save_op())
+            saved: SavedHead | None = yield Run(self._engine.save_op())
         except BaseException as error:
             yield from self._failed(error)
             raise
@@ -317,7 +321,7 @@ class StreamedTurnPlan:
         self.saved, self.state = saved, "done"
         yield from self._close(saved.message_ids[-1])
         if usage is not None:
-            yield RunOperation(self._engine.track_usage_op(usage))
+            yield Run(self._engine.track_usage_op(usage))
         yield from self._set_title()
 
     def cancel(self) -> Steps:
@@ -368,7 +372,7 @@ class StreamedTurnPlan:
     def _close(self, message_id: str) -> Steps:
         engine = self._engine
         assert self.stream_id is not None
-        closed = yield RunOperation(
+        closed = yield Run(
             answer_stream.end_stream(
                 engine.store_state,
                 engine.chat_id,
@@ -388,11 +392,11 @@ class StreamedTurnPlan:
             )
 
     def _set_title(self) -> Steps:
-        title = yield TITLE
+        title = yield Effect(TITLE)
         if title is None:
             return
         try:
-            yield RunOperation(self._engine.update_chat_op(title, None))
+            yield Run(self._engine.update_chat_op(title, None))
         except CtxStoreError as error:
             log.warning("could not set the title of chat %r: %s", self._engine.chat_id, error)
 
@@ -400,11 +404,11 @@ class StreamedTurnPlan:
         """Drop what is in flight and mark the stream failed (a failure to mark it is logged:
         its deadline ends it anyway); the caller raises ``error`` next."""
         self.state = "failed"
-        yield ABANDON
+        yield Effect(ABANDON)
         engine = self._engine
         assert self.stream_id is not None
         try:
-            yield RunOperation(
+            yield Run(
                 answer_stream.end_stream(
                     engine.store_state,
                     engine.chat_id,
@@ -505,10 +509,10 @@ class StreamedTurn(_StreamedTurnBase):
     def _drive(self, steps: Steps) -> Generator[Any, None, None]:
         """The plan's chunks; a failure or a caller that stops reading is thrown into the plan,
         which marks the stream failed, then re-raises."""
-        return drive(steps, self._do)
+        return drive(steps, performer(self._store.run, self._effect))
 
-    def _do(self, step: Step) -> Any:
-        if isinstance(step, (RunOperation, Write)):
+    def _effect(self, step: Request) -> Any:
+        if isinstance(step, Write):
             return self._store.run(step.operation)
         if step is NEXT_CHUNK:
             return next(self._model_stream, END)
@@ -588,11 +592,9 @@ class AsyncStreamedTurn(_StreamedTurnBase):
     def _drive(self, steps: Steps) -> AsyncIterator[Any]:
         """The plan's chunks; a failure, a cancel or a caller that stops reading is thrown into
         the plan, which marks the stream failed, then re-raises."""
-        return adrive(steps, self._do)
+        return adrive(steps, aperformer(self._store.run, self._effect))
 
-    async def _do(self, step: Step) -> Any:
-        if isinstance(step, RunOperation):
-            return await self._store.run(step.operation)
+    async def _effect(self, step: Request) -> Any:
         if step is NEXT_CHUNK:
             try:
                 return await self._model_stream.__anext__()

@@ -18,7 +18,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from ctxstore._litellm import import_litellm, reply_text
+from ctxstore._base.litellm import import_litellm, reply_text
 from ctxstore.errors import ValidationError
 from ctxstore.messages.text import message_text
 from ctxstore.prompt.fragment import Fragment

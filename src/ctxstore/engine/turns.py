@@ -14,8 +14,8 @@ from datetime import timedelta
 from types import TracebackType
 from typing import TYPE_CHECKING, Generic, TypeVar
 
+from ctxstore._base.plans import aperformer, arun_plan, performer, run_plan
 from ctxstore._core.ops import turns
-from ctxstore._core.plans import arun_plan, run_plan
 from ctxstore.errors import CtxStoreError
 
 if TYPE_CHECKING:
@@ -87,7 +87,7 @@ class Turn(_TurnBase["Store"]):
 
     def __enter__(self) -> Turn:
         steps = self._core.begin_turn(self.strategy, self.lease, self.wait)
-        self._grant = run_plan(self._store.run, steps)
+        self._grant = run_plan(steps, performer(self._store.run))
         return self
 
     def __exit__(
@@ -113,7 +113,7 @@ class AsyncTurn(_TurnBase["AsyncStore"]):
 
     async def __aenter__(self) -> AsyncTurn:
         steps = self._core.begin_turn(self.strategy, self.lease, self.wait)
-        self._grant = await arun_plan(self._store.run, steps)
+        self._grant = await arun_plan(steps, aperformer(self._store.run))
         return self
 
     async def __aexit__(

@@ -328,7 +328,7 @@ def bundled_encodings_dir() -> Path | None:
 
 def _litellm_counter(model: str) -> TokenCounter:
     def count(text: str) -> int:
-        from ctxstore._litellm import import_litellm
+        from ctxstore._base.litellm import import_litellm
 
         return int(import_litellm().token_counter(model=model, text=text))
 

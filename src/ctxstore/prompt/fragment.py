@@ -8,8 +8,9 @@ the system prompt.
 Data may also be *lazy*: a sync or async callable, an awaitable, or a (sync or async) iterator.
 Lazy values are materialized once, by :func:`materialize` / :func:`amaterialize`, which the
 context engine calls on the first ``resolve()`` and caches. Both share one walker
-(:func:`walk`), a generator that yields the awaitables it meets: :func:`drive_sync` runs them on
-a private event loop, :func:`drive_async` awaits them.
+(:func:`walk`), a plan (:mod:`ctxstore._base.plans`) that asks for each awaitable it meets with
+an :class:`Await` effect: the sync shell runs it on a private event loop
+(:func:`await_on_private_loop`), the async shell awaits it (:func:`awaited`).
 """
 
 from __future__ import annotations
@@ -20,11 +21,12 @@ import datetime as _dt
 import enum
 import inspect
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Generator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from decimal import Decimal
 from pathlib import PurePath
 from typing import Any, Literal, TypeVar
 
+from ctxstore._base.plans import Effect, Plan, aperformer, arun_plan, performer, run_plan
 from ctxstore.errors import ValidationError
 
 T = TypeVar("T")
@@ -114,43 +116,31 @@ def materialize(source: Fragment) -> Fragment:
     Async lazy values are run on a private event loop, which is impossible from inside a running
     loop: there, use :func:`amaterialize` (the async engine does).
     """
-    result: Fragment = drive_sync(walk(source, source.name))
+    result: Fragment = run_plan(walk(source, source.name), performer(handle=await_on_private_loop))
     return result
 
 
 async def amaterialize(source: Fragment) -> Fragment:
     """Async twin of :func:`materialize`: awaits async lazy values on the running loop."""
-    result: Fragment = await drive_async(walk(source, source.name))
+    result: Fragment = await arun_plan(walk(source, source.name), aperformer(handle=awaited))
     return result
 
 
-#: A computation that may need awaitables resolved: it yields them and receives their results.
-Steps = Generator[Awaitable[Any], Any, T]
+@dataclasses.dataclass(frozen=True, slots=True)
+class Await:
+    """What materializing lazy data asks its shell for (an
+    :class:`~ctxstore._base.plans.Effect`): the value of ``awaitable``."""
+
+    awaitable: Awaitable[Any]
 
 
-def drive_sync(steps: Steps[T]) -> T:
-    """Run ``steps``, resolving each awaitable it yields on a private event loop."""
-    try:
-        pending = next(steps)
-        while True:
-            pending = steps.send(_run_awaitable(pending))
-    except StopIteration as done:
-        result: T = done.value
-        return result
-
-
-async def drive_async(steps: Steps[T]) -> T:
-    """Run ``steps``, awaiting each awaitable it yields on the running loop."""
-    try:
-        pending = next(steps)
-        while True:
-            pending = steps.send(await pending)
-    except StopIteration as done:
-        result: T = done.value
-        return result
-
-
-def _run_awaitable(pending: Awaitable[Any]) -> Any:
+def await_on_private_loop(request: Any) -> Any:
+    """The sync shell's answer to :class:`Await`: the awaitable run to its end on an event loop
+    of its own. Impossible from inside a running loop (a sync engine called from async code):
+    there the async engine awaits instead, and this raises a ValidationError saying so."""
+    if not isinstance(request, Await):
+        raise ValidationError(f"materializing a fragment does not ask for {request!r}")
+    pending = request.awaitable
     try:
         asyncio.get_running_loop()
     except RuntimeError:
@@ -169,6 +159,14 @@ def _run_awaitable(pending: Awaitable[Any]) -> Any:
     return asyncio.run(wait())
 
 
+def awaited(request: Any) -> Awaitable[Any]:
+    """The async shell's answer to :class:`Await`: the awaitable itself, for the driver to
+    await on the running loop."""
+    if not isinstance(request, Await):
+        raise ValidationError(f"materializing a fragment does not ask for {request!r}")
+    return request.awaitable
+
+
 async def _collect_async(iterator: AsyncIterator[Any]) -> list[Any]:
     return [item async for item in iterator]
 
@@ -176,24 +174,25 @@ async def _collect_async(iterator: AsyncIterator[Any]) -> list[Any]:
 _MAX_LAZY_CHAIN = 32
 
 
-def _unwrap(value: Any, path: str) -> Generator[Awaitable[Any], Any, Any]:
+def _unwrap(value: Any, path: str) -> Plan[Any]:
     """Call, await or drain lazy values until a plain value remains (a bounded number of times)."""
     for _ in range(_MAX_LAZY_CHAIN):
         if not is_lazy(value):
             return value
         if isinstance(value, AsyncIterator):
-            value = yield _collect_async(value)
+            value = yield Effect(Await(_collect_async(value)))
         elif isinstance(value, Iterator):
             value = list(value)
         elif inspect.isawaitable(value):
-            value = yield value
+            value = yield Effect(Await(value))
         else:
             value = value()
     raise ValidationError(f"{path}: lazy data kept returning lazy data")
 
 
-def walk(value: Any, path: str) -> Generator[Awaitable[Any], Any, Any]:
-    """Materialize and normalize ``value``; yields awaitables for the driver to resolve."""
+def walk(value: Any, path: str) -> Plan[Any]:
+    """Materialize and normalize ``value``: a plan whose only effects are :class:`Await`
+    (lazy async data for the shell to await)."""
     value = yield from _unwrap(value, path)
     if isinstance(value, Fragment):
         data = yield from walk(value.data, f"{path}.{value.name}")

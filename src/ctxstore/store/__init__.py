@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from ctxstore._exports import lazy_exports
+from ctxstore._base.exports import lazy_exports
 
 __all__ = ["AsyncStore", "Store", "connect", "connect_async"]
 

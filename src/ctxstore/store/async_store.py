@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import ResponseError
 
+from ctxstore._base.plans import adrive, aperformer, arun_plan
 from ctxstore._core.durability import DEFAULT_DURABILITY_TIMEOUT, DurabilityMode
 from ctxstore._core.failures import TRANSPORT_ERRORS
 from ctxstore._core.ops import append as append_ops
@@ -30,7 +31,6 @@ from ctxstore._core.ops import (
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.ops.transfer import exports, imports
 from ctxstore._core.ops.verify import chat as verify
-from ctxstore._core.plans import aiterate_plan
 from ctxstore._core.protocol import Exchange, Operation, Outcome, WireCommand
 from ctxstore._core.server_checks import with_startup_checks
 from ctxstore._core.state import StoreState
@@ -51,7 +51,6 @@ from ctxstore.models import (
     WrittenSummary,
 )
 from ctxstore.settings import STORE_DEFAULT, TTL, Limits, StoreDefault
-from ctxstore.store import transfer
 from ctxstore.store.connection import pipeline_router, socket_timeout_of
 from ctxstore.store.factory import store_parts
 
@@ -75,6 +74,7 @@ class AsyncStore:
         self._state = state
         self._owns_client = owns_client
         self._route = pipeline_router(client)
+        self._perform = aperformer(self.run)
 
     @property
     def client(self) -> Any:
@@ -475,7 +475,7 @@ class AsyncStore:
     ) -> AsyncIterator[dict[str, Any]]:
         """The whole chat as records, read lazily in bounded chunks (see Store.export_chat)."""
         steps = exports.export_chat(self._state, chat_id, user_id=user_id)
-        async for record in transfer.aiterate_export(self.run, steps):
+        async for record in adrive(steps, self._perform):
             yield record
 
     async def import_chat(
@@ -487,8 +487,9 @@ class AsyncStore:
     ) -> ChatMeta:
         """Create a chat from the records of an export, an iterable or an async iterable (see
         Store.import_chat)."""
-        return await transfer.arun_import(
-            self.run, imports.ChatImport(self._state, chat_id=chat_id, user_id=user_id), records
+        return await arun_plan(
+            imports.import_chat(self._state, chat_id=chat_id, user_id=user_id),
+            aperformer(self.run, imports.arecords_from(records)),
         )
 
     # --- answer streams ------------------------------------------------------------------------
@@ -504,8 +505,7 @@ class AsyncStore:
         """The pieces of a streamed answer (``engine.stream_turn``) after the piece id ``after``,
         in order, blocking while its writer is still producing, until the answer ends; a
         failed one raises StreamFailedError after the pieces written before it."""
-        return aiterate_plan(
-            self.run,
+        return adrive(
             answer_stream.read_stream(
                 self._state,
                 chat_id,
@@ -514,6 +514,7 @@ class AsyncStore:
                 user_id=user_id,
                 wait_ms=answer_stream.wait_ms_for(socket_timeout_of(self._client)),
             ),
+            self._perform,
         )
 
     async def active_stream(

@@ -203,7 +203,7 @@ class DirectLine:
     def serves(client: Any) -> bool:
         return type(client).__module__ == "redis.client" and type(client).__name__ == "Redis"
 
-    def send(self, command: tuple[Any, ...]) -> Any:
+    def execute(self, command: tuple[Any, ...]) -> Any:
         """The reply to ``command`` (a ResponseError is returned, not raised)."""
         if self._lock.acquire(blocking=False):
             try:

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import ResponseError
 
+from ctxstore._base.plans import drive, performer, run_plan
 from ctxstore._core.durability import DEFAULT_DURABILITY_TIMEOUT, DurabilityMode
 from ctxstore._core.failures import TRANSPORT_ERRORS
 from ctxstore._core.ops import append as append_ops
@@ -30,7 +31,6 @@ from ctxstore._core.ops import (
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.ops.transfer import exports, imports
 from ctxstore._core.ops.verify import chat as verify
-from ctxstore._core.plans import iterate_plan
 from ctxstore._core.protocol import Exchange, Operation, Outcome, WireCommand
 from ctxstore._core.server_checks import with_startup_checks
 from ctxstore._core.state import StoreState
@@ -51,7 +51,6 @@ from ctxstore.models import (
     WrittenSummary,
 )
 from ctxstore.settings import STORE_DEFAULT, TTL, Limits, StoreDefault
-from ctxstore.store import transfer
 from ctxstore.store.connection import DirectLine, pipeline_router, socket_timeout_of
 from ctxstore.store.factory import store_parts
 
@@ -75,6 +74,7 @@ class Store:
         self._state = state
         self._owns_client = owns_client
         self._route = pipeline_router(client)
+        self._perform = performer(self.run)
         self._line = DirectLine(client) if DirectLine.serves(client) else None
 
     @property
@@ -126,7 +126,7 @@ class Store:
 
     def _send(self, commands: list[WireCommand]) -> list[Outcome]:
         if len(commands) == 1 and self._line is not None:
-            return [self._line.send(commands[0])]
+            return [self._line.execute(commands[0])]
         if len(commands) == 1:
             try:
                 return [self._client.execute_command(*commands[0])]
@@ -464,9 +464,7 @@ class Store:
     def export_chat(self, chat_id: str, *, user_id: str | None = None) -> Iterator[dict[str, Any]]:
         """The whole chat as records (see :mod:`ctxstore.core.portable`), read lazily in bounded
         chunks: the chat, its messages in write order, branches, checkpoints, summaries."""
-        return transfer.iterate_export(
-            self.run, exports.export_chat(self._state, chat_id, user_id=user_id)
-        )
+        return drive(exports.export_chat(self._state, chat_id, user_id=user_id), self._perform)
 
     def import_chat(
         self,
@@ -478,8 +476,9 @@ class Store:
         """Create a chat from the records of an export (under ``chat_id`` / owned by
         ``user_id`` when given): built aside in bounded chunks, published at once, or not at
         all; an existing chat id is a ConflictError (see :mod:`ctxstore.core.imports`)."""
-        return transfer.run_import(
-            self.run, imports.ChatImport(self._state, chat_id=chat_id, user_id=user_id), records
+        return run_plan(
+            imports.import_chat(self._state, chat_id=chat_id, user_id=user_id),
+            performer(self.run, imports.records_from(records)),
         )
 
     # --- answer streams ------------------------------------------------------------------------
@@ -495,8 +494,7 @@ class Store:
         """The pieces of a streamed answer (``engine.stream_turn``) after the piece id ``after``,
         in order, blocking while its writer is still producing, until the answer ends; a
         failed one raises StreamFailedError after the pieces written before it."""
-        return iterate_plan(
-            self.run,
+        return drive(
             answer_stream.read_stream(
                 self._state,
                 chat_id,
@@ -505,6 +503,7 @@ class Store:
                 user_id=user_id,
                 wait_ms=answer_stream.wait_ms_for(socket_timeout_of(self._client)),
             ),
+            self._perform,
         )
 
     def active_stream(

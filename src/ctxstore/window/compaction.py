@@ -7,34 +7,42 @@ previous summary, and attach the new summary to the last message it covers. Noth
 or rewritten: messages appended meanwhile come after that message, untouched, and a branch forked
 before it never sees the summary.
 
-The step is written once, as a plan (:mod:`ctxstore.plans`: a generator that yields store
-operations and :class:`~ctxstore.plans.SummarizeRequest` values); :func:`run_compaction` and
-:func:`arun_compaction` (the plan drivers) run it with a sync store and summarizer or an async one.
+The step is written once, as a plan (:mod:`ctxstore._base.plans`: store operations and one
+:class:`~ctxstore.window.summarizer.SummarizeRequest` effect); :func:`run_compaction` and
+:func:`arun_compaction` drive it with a sync store and summarizer or an async one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from ctxstore._core.ops import leases, reads
-from ctxstore._core.ops.summaries import write_summary
-from ctxstore._core.plans import (
-    AsyncSummarize,
-    RunOperation,
-    Step,
-    Summarize,
-    SummarizeRequest,
+from ctxstore._base.plans import (
+    Effect,
+    Plan,
+    Run,
+    aperformer,
     arun_plan,
+    performer,
     run_plan,
 )
+from ctxstore._core.ops import leases, reads
+from ctxstore._core.ops.summaries import write_summary
 from ctxstore._core.state import StoreState
 from ctxstore.errors import ConfigurationError, ValidationError
 from ctxstore.messages.summaries import summary_message
 from ctxstore.messages.tokens import MessageCounter
 from ctxstore.messages.tool_groups import safe_cut_point as cut_point
 from ctxstore.models import BranchChain, StoredSummary
+from ctxstore.window.summarizer import (
+    AsyncSummarize,
+    Summarize,
+    SummarizeRequest,
+    asummarizing,
+    no_summarizer,
+    summarizing,
+)
 
 
 class _Scope(TypedDict):
@@ -99,11 +107,11 @@ def compaction(
     job: str = "",
     user_id: str | None = None,
     incarnation: str | None = None,
-) -> Generator[Step, Any, CompactionResult]:
+) -> Plan[CompactionResult]:
     """Compact ``branch`` (the active one for None) once; see the module docstring."""
     token = leases.new_lease_token()
     scope = _Scope(user_id=user_id, incarnation=incarnation)
-    taken, _expires = yield RunOperation(
+    taken, _expires = yield Run(
         leases.take_lease(state, chat_id, token, policy.lease_ttl_ms, **scope)
     )
     name = branch or ""
@@ -111,7 +119,7 @@ def compaction(
         return CompactionResult(chat_id, name, skipped="leased")
     settled = ""
     try:
-        chain: BranchChain = yield RunOperation(
+        chain: BranchChain = yield Run(
             reads.load_branch(state, chat_id, branch, after_summary=True, **scope)
         )
         name = chain.branch.name
@@ -120,7 +128,7 @@ def compaction(
             settled = job  # nothing was due: the job is done all the same
         return result
     finally:
-        yield RunOperation(leases.give_lease(state, chat_id, token, job=settled, **scope))
+        yield Run(leases.give_lease(state, chat_id, token, job=settled, **scope))
 
 
 def _summarize(
@@ -131,7 +139,7 @@ def _summarize(
     count_message: MessageCounter,
     job: str,
     scope: _Scope,
-) -> Generator[Step, Any, CompactionResult]:
+) -> Plan[CompactionResult]:
     name, context = chain.branch.name, chain.context_tokens
     if policy.soft_tokens is not None and context < policy.soft_tokens:
         return CompactionResult(chat_id, name, context_tokens=context, skipped="not due")
@@ -141,7 +149,7 @@ def _summarize(
         return CompactionResult(chat_id, name, context_tokens=context, skipped="too short")
     previous = chain.summary
     inputs = ([summary_message(previous)] if previous is not None else []) + payloads[:cut]
-    text = yield SummarizeRequest(inputs)
+    text = yield Effect(SummarizeRequest(inputs))
     if not isinstance(text, str) or not text.strip():
         raise ValidationError(f"the summarizer returned no text: {text!r}")
     before = (previous["tokens"] if previous is not None else 0) + sum(
@@ -157,7 +165,7 @@ def _summarize(
     }
     if policy.summary_model is not None:
         metadata["model"] = policy.summary_model
-    written = yield RunOperation(
+    written = yield Run(
         write_summary(
             state,
             chat_id,
@@ -181,19 +189,28 @@ def _summarize(
     )
 
 
-#: The drivers of a compaction: the plan drivers (a compaction is a plan of store operations and
-#: one summarizer call).
-run_compaction = run_plan
-arun_compaction = arun_plan
+def run_compaction(
+    run: Callable[[Any], Any],
+    steps: Plan[CompactionResult],
+    summarize: Summarize = no_summarizer,
+) -> CompactionResult:
+    """Drive a compaction with a sync store's ``run`` and a sync summarizer."""
+    return run_plan(steps, performer(run, summarizing(summarize)))
+
+
+async def arun_compaction(
+    run: Callable[[Any], Awaitable[Any]],
+    steps: Plan[CompactionResult],
+    summarize: AsyncSummarize = no_summarizer,
+) -> CompactionResult:
+    """Drive a compaction with an async store's ``run`` and a sync or async summarizer (a sync
+    one runs in a thread, so the event loop keeps serving other jobs meanwhile)."""
+    return await arun_plan(steps, aperformer(run, asummarizing(summarize)))
+
 
 __all__ = [
-    "AsyncSummarize",
     "CompactionPolicy",
     "CompactionResult",
-    "RunOperation",
-    "Step",
-    "Summarize",
-    "SummarizeRequest",
     "arun_compaction",
     "compaction",
     "run_compaction",

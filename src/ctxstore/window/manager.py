@@ -24,9 +24,10 @@ import asyncio
 import copy
 import inspect
 import math
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any, TypedDict
 
+from ctxstore._base.plans import Effect, Plan, aperformer, arun_plan, performer, run_plan
 from ctxstore.errors import ConfigurationError, ValidationError
 from ctxstore.messages.summaries import is_context_summary, summary_section
 from ctxstore.messages.text import message_text
@@ -37,7 +38,10 @@ from ctxstore.window.summarizer import (
     CONTEXT_SUMMARY,
     DEFAULT_SUMMARY_TOKENS,
     LiteLLMSummarizer,
+    SummarizeRequest,
+    asummarizing,
     input_window,
+    summarizing,
 )
 
 __all__ = [
@@ -51,9 +55,6 @@ __all__ = [
 
 #: A caller's summarizer: the messages to summarize -> the summary text (or an awaitable of it).
 Compactify = Callable[[list[dict[str, Any]]], "str | Awaitable[str]"]
-
-#: What the compaction plan yields (the messages to summarize) and is sent back (the summary).
-_CompactifyPlan = Generator[list[dict[str, Any]], str, list[dict[str, Any]]]
 
 
 class ContextState(TypedDict):
@@ -261,29 +262,18 @@ class ContextManager:
         """``messages`` with everything but the newest ``min_recent_messages`` (and leading
         system messages) replaced by one context summary; unchanged (a copy) when nothing is
         old enough, without calling the summarizer. Needs a sync summarizer."""
-        plan = self._compactify_plan(messages)
-        try:
-            request = next(plan)
-            while True:
-                request = plan.send(self.summarize(request))
-        except StopIteration as done:
-            result: list[dict[str, Any]] = done.value
-            return result
+        handle = summarizing(self.summarize)
+        return run_plan(self._compactify_plan(messages), performer(handle=handle))
 
     async def acompactify(self, messages: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """The async form of :meth:`compactify` (any summarizer)."""
-        plan = self._compactify_plan(messages)
-        try:
-            request = next(plan)
-            while True:
-                request = plan.send(await self.asummarize(request))
-        except StopIteration as done:
-            result: list[dict[str, Any]] = done.value
-            return result
+        handle = asummarizing(self.asummarize)
+        return await arun_plan(self._compactify_plan(messages), aperformer(handle=handle))
 
-    def _compactify_plan(self, messages: Sequence[Mapping[str, Any]]) -> _CompactifyPlan:
-        """The compaction, once: yields the messages to summarize, receives the summary text,
-        returns the new list. :meth:`compactify` and :meth:`acompactify` only drive it."""
+    def _compactify_plan(self, messages: Sequence[Mapping[str, Any]]) -> Plan[list[dict[str, Any]]]:
+        """The compaction, once, as a plan: one :class:`SummarizeRequest` effect (the messages
+        to summarize), answered with the summary text; returns the new list.
+        :meth:`compactify` and :meth:`acompactify` only drive it."""
         items = [_plain(message, index) for index, message in enumerate(messages)]
         lead = 0
         while lead < len(items) and items[lead].get("role") == "system":
@@ -297,7 +287,8 @@ class ContextManager:
             return items
         earlier = _covered(previous) if previous is not None else 0
         replaced = ([previous] if previous is not None else []) + history[:cut]
-        text = yield copy.deepcopy(replaced)  # the summarizer may not alter what we keep
+        # A copy: the summarizer may not alter what we keep.
+        text = yield Effect(SummarizeRequest(copy.deepcopy(replaced)))
         if not isinstance(text, str) or not text.strip():
             raise ValidationError(f"the summarizer returned no text: {text!r}")
         summary: dict[str, Any] = {"role": "assistant", "content": text.strip()}

@@ -9,10 +9,12 @@ its model takes: the failure peers hit when the history to compact is itself lon
 model that compacts it. Sizes are whole requests (the per-message overhead and the reply
 priming included), counted with the summary model's tokenizer.
 
-The plan (:func:`summary_plan`) is one generator of model requests, driven by
-:meth:`LiteLLMSummarizer.summarize` (sync, ``litellm.completion``) and
-:meth:`LiteLLMSummarizer.asummarize` (async, ``litellm.acompletion``): the chunking and merging
-exist once.
+The plan (:func:`summary_plan`, a plan of :class:`ModelRequest` effects, see
+:mod:`ctxstore._base.plans`) is driven by :meth:`LiteLLMSummarizer.summarize` (sync,
+``litellm.completion``) and :meth:`LiteLLMSummarizer.asummarize` (async,
+``litellm.acompletion``): the chunking and merging exist once. A compaction asks its shell for
+a summary with a :class:`SummarizeRequest`, answered by :func:`summarizing` /
+:func:`asummarizing`.
 
 :func:`is_context_summary` lives here (the marker itself, :data:`CONTEXT_SUMMARY`, is in
 :mod:`ctxstore.prompting`, which the store loads too): the summarizer labels an earlier summary
@@ -21,12 +23,15 @@ in its transcript, the ``ContextManager`` writes and recognizes them, neither ne
 
 from __future__ import annotations
 
+import asyncio
+import inspect
 import json
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxstore._litellm import import_litellm, reply_text
+from ctxstore._base.litellm import import_litellm, reply_text
+from ctxstore._base.plans import Effect, Plan, aperformer, arun_plan, performer, run_plan
 from ctxstore.errors import ConfigurationError, CtxStoreError
 from ctxstore.messages.summaries import CONTEXT_SUMMARY, is_context_summary
 from ctxstore.messages.text import called_tools, item_text, message_label, message_text
@@ -70,6 +75,58 @@ DEFAULT_SUMMARY_TOKENS = 1024
 #: A token is assumed to span at most this many characters when a long text is cut to size (a
 #: bound on the search, not on correctness: every piece is counted).
 _MAX_CHARACTERS_PER_TOKEN = 16
+
+
+@dataclass(frozen=True, slots=True)
+class SummarizeRequest:
+    """What a compaction asks its shell for (an :class:`~ctxstore._base.plans.Effect`): the
+    summary text of ``messages`` (the previous summary first, as a marked message)."""
+
+    messages: list[dict[str, Any]]
+
+
+#: A summarizer: the messages to summarize -> the summary text (sync, or async for the async
+#: drivers).
+Summarize = Callable[[list[dict[str, Any]]], str]
+AsyncSummarize = Callable[[list[dict[str, Any]]], "Awaitable[str] | str"]
+
+
+def no_summarizer(_messages: list[dict[str, Any]]) -> str:
+    """The summarizer of a plan that must not need one."""
+    raise ConfigurationError("this plan asked for a summary, and no summarizer was given")
+
+
+def summarizing(summarize: Summarize) -> Callable[[Any], str]:
+    """The sync shell's answer to a :class:`SummarizeRequest`: ``summarize`` of its messages
+    (an async summarizer is refused: it needs the async drivers)."""
+
+    def handle(request: Any) -> str:
+        if not isinstance(request, SummarizeRequest):
+            raise ConfigurationError(f"a compaction does not ask for {request!r}")
+        if inspect.iscoroutinefunction(summarize):
+            raise ConfigurationError(
+                "the summarizer is async: compact with the async store and driver"
+            )
+        return summarize(request.messages)
+
+    return handle
+
+
+def asummarizing(summarize: AsyncSummarize) -> Callable[[Any], Awaitable[str]]:
+    """The async shell's answer to a :class:`SummarizeRequest`: an async summarizer awaited, a
+    sync one (``litellm.completion``, a plain function) run in a thread, so the event loop keeps
+    serving other jobs and signals meanwhile."""
+
+    async def handle(request: Any) -> str:
+        if not isinstance(request, SummarizeRequest):
+            raise ConfigurationError(f"a compaction does not ask for {request!r}")
+        if inspect.iscoroutinefunction(summarize):
+            text: str = await summarize(request.messages)
+            return text
+        value = await asyncio.to_thread(summarize, request.messages)
+        return await value if inspect.isawaitable(value) else value
+
+    return handle
 
 
 class SummarizerError(CtxStoreError):
@@ -132,10 +189,10 @@ def summary_plan(
     prompt: str,
     input_budget: int,
     count: TokenCounter,
-) -> Generator[ModelRequest, str, str]:
-    """Requests that summarize ``messages`` with no request over ``input_budget`` tokens (the
-    whole request: prompt, transcript, per-message overhead, reply priming; ``count`` counts a
-    text); receives each reply, returns the summary."""
+) -> Plan[str]:
+    """The summary of ``messages`` as a plan of :class:`ModelRequest` effects, none over
+    ``input_budget`` tokens (the whole request: prompt, transcript, per-message overhead, reply
+    priming; ``count`` counts a text); receives each reply's text, returns the summary."""
 
     def size(request_prompt: str, transcript: str) -> int:
         return count_tokens(request_messages(request_prompt, transcript), estimate_tokens=count)
@@ -160,7 +217,7 @@ def summary_plan(
             )
         partials = []
         for chunk in chunks:
-            reply = yield ModelRequest(request_messages(current_prompt, chunk))
+            reply = yield Effect(ModelRequest(request_messages(current_prompt, chunk)))
             if not isinstance(reply, str) or not reply.strip():
                 raise SummarizerError("the summary model returned no text")
             partials.append(reply.strip())
@@ -275,7 +332,7 @@ class LiteLLMSummarizer:
         self._acompletion = acompletion
         self.options = options
 
-    def plan(self, messages: Sequence[Mapping[str, Any]]) -> Generator[ModelRequest, str, str]:
+    def plan(self, messages: Sequence[Mapping[str, Any]]) -> Plan[str]:
         """The requests that summarize ``messages`` (see :func:`summary_plan`)."""
         return summary_plan(
             messages,
@@ -295,24 +352,20 @@ class LiteLLMSummarizer:
     def summarize(self, messages: Sequence[Mapping[str, Any]]) -> str:
         """The summary of ``messages``, through ``litellm.completion``."""
         call = self._completion or import_litellm().completion
-        plan = self.plan(messages)
-        request = next(plan)
-        while True:
-            try:
-                request = plan.send(_text(call(**self._kwargs(request))))
-            except StopIteration as done:
-                return str(done.value)
+
+        def ask(request: ModelRequest) -> str:
+            return _text(call(**self._kwargs(request)))
+
+        return run_plan(self.plan(messages), performer(handle=ask))
 
     async def asummarize(self, messages: Sequence[Mapping[str, Any]]) -> str:
         """The summary of ``messages``, through ``litellm.acompletion``."""
         call = self._acompletion or import_litellm().acompletion
-        plan = self.plan(messages)
-        request = next(plan)
-        while True:
-            try:
-                request = plan.send(_text(await call(**self._kwargs(request))))
-            except StopIteration as done:
-                return str(done.value)
+
+        async def ask(request: ModelRequest) -> str:
+            return _text(await call(**self._kwargs(request)))
+
+        return await arun_plan(self.plan(messages), aperformer(handle=ask))
 
 
 def _text(response: Any) -> str:

@@ -32,14 +32,14 @@ most :data:`WAIT_MS`) waits for the next entry of the chat's stream, then the sc
 from __future__ import annotations
 
 import re
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ctxstore._base.plans import Emit, Plan, Run
 from ctxstore._core.format.fields import corrupt, text
 from ctxstore._core.ids import check_name, new_tags
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
-from ctxstore._core.plans import Emit, RunOperation
 from ctxstore._core.protocol import Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
@@ -249,7 +249,7 @@ def read_stream(
     after: str | None = None,
     user_id: str | None = None,
     wait_ms: int = WAIT_MS,
-) -> Generator[RunOperation | Emit, Any, None]:
+) -> Plan[None]:
     """The plan of a reader: emits every :class:`StreamPiece` of the stream after ``after``
     (from its start for None), in order, until the answer ends; a failed or stopped stream
     raises :class:`~ctxstore.errors.StreamFailedError` after the pieces written before it.
@@ -270,9 +270,9 @@ def _reading(
     cursor: str,
     user_id: str | None,
     wait_ms: int,
-) -> Generator[RunOperation | Emit, Any, None]:
+) -> Plan[None]:
     while True:
-        found: _Read = yield RunOperation(_read_op(state, chat_id, stream_id, cursor, user_id))
+        found: _Read = yield Run(_read_op(state, chat_id, stream_id, cursor, user_id))
         for piece in found.pieces:
             yield Emit(piece)
         cursor = found.cursor
@@ -288,7 +288,7 @@ def _reading(
                 stream_id=stream_id,
             )
         if found.state == "live":
-            yield RunOperation(_wait_op(state, chat_id, cursor, wait_ms))
+            yield Run(_wait_op(state, chat_id, cursor, wait_ms))
 
 
 def _read_op(

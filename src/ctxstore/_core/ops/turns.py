@@ -11,8 +11,8 @@ hold.
 A second turn on a busy chat follows a strategy, after LangGraph Platform's double-texting ones:
 ``"reject"`` raises :class:`~ctxstore.errors.ChatBusyError` at once, ``"enqueue"`` waits (up to a
 bound) for the lease, ``"interrupt"`` takes it over and makes the old turn's token stale.
-:func:`acquire` is that decision as a plan (:mod:`ctxstore.plans`), driven by the sync and async
-engines alike.
+:func:`acquire` is that decision as a plan (:mod:`ctxstore._base.plans`), driven by the sync
+and async engines alike.
 """
 
 from __future__ import annotations
@@ -20,13 +20,13 @@ from __future__ import annotations
 import os
 import random
 import time
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Literal, get_args
 
+from ctxstore._base.plans import Pause, Plan, Run
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
-from ctxstore._core.plans import Pause, RunOperation, Step
 from ctxstore._core.protocol import Operation, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
@@ -185,7 +185,7 @@ def acquire(
     user_id: str,
     incarnation: str | None,
     monotonic: Any = time.monotonic,
-) -> Generator[Step, Any, TurnGrant]:
+) -> Plan[TurnGrant]:
     """Take the turn by ``strategy``; raises ``ChatBusyError`` when it cannot.
 
     ``"enqueue"`` looks again with a growing, jittered pause (10 ms up to 250 ms, never past the
@@ -194,7 +194,7 @@ def acquire(
     deadline = monotonic() + (wait if strategy == "enqueue" else 0.0)
     pause = FIRST_POLL
     while True:
-        grant: TurnGrant = yield RunOperation(
+        grant: TurnGrant = yield Run(
             take_turn(
                 state,
                 chat_id,

@@ -8,17 +8,18 @@ meanwhile is a :class:`~ctxstore.errors.ChatReplacedError`, never a mixed export
 change, so the export is the chat as it was at that instant, and the client holds one chunk of
 records at a time (plus each message's id and chain tokens, to name parents).
 
-:func:`export_chat` is a generator of steps: a :class:`~ctxstore.plans.RunOperation` for the
-shell to run (its result is sent back), or a record to hand to the caller. The shells drive it
-with :func:`ctxstore.transfer.iterate_export` / :func:`~ctxstore.transfer.aiterate_export`.
+:func:`export_chat` is a plan (:mod:`ctxstore._base.plans`): it runs the reads and emits each
+record; the shells drive it with ``drive`` / ``adrive``, so a caller's iteration reads a chunk
+only when it needs one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ctxstore._base.plans import Emit, Plan, Run
 from ctxstore._core.format.chat import chat_meta, metadata_and_usage
 from ctxstore._core.format.fields import corrupt, field_count, pairs
 from ctxstore._core.format.pointers import BranchRecord, branch_record, checkpoint_record
@@ -28,15 +29,11 @@ from ctxstore._core.format.summaries import parse_summary_member
 from ctxstore._core.format.tokens import TOK_WIDTH, entry_at
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
-from ctxstore._core.plans import RunOperation
 from ctxstore._core.protocol import Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
 from ctxstore.errors import ChatReplacedError, CtxStoreError
 from ctxstore.models import StoredSummary
-
-#: What an export yields: an operation for the shell to run, or a record for the caller.
-ExportStep = RunOperation | dict[str, Any]
 
 
 @dataclass(frozen=True)
@@ -52,22 +49,22 @@ class Snapshot:
     length: int
 
 
-def export_chat(
-    state: StoreState, chat_id: str, *, user_id: str | None = None
-) -> Generator[ExportStep, Any, None]:
+def export_chat(state: StoreState, chat_id: str, *, user_id: str | None = None) -> Plan[None]:
     """The chat's records: the chat, every message in write order, then its branches,
     checkpoints and summaries (see :mod:`ctxstore.core.portable`)."""
     keys = state.keyspace.chat(chat_id)
-    snapshot: Snapshot = yield RunOperation(read_snapshot(keys, user_id))
-    yield snapshot.chat
+    snapshot: Snapshot = yield Run(read_snapshot(keys, user_id))
+    yield Emit(snapshot.chat)
     ids: list[str] = []
     totals: list[int] = []
     chunk = state.limits.read_chunk_messages
     for first in range(0, snapshot.length, chunk):
         last = min(first + chunk, snapshot.length) - 1
-        records, tok = yield RunOperation(read_chunk(keys, snapshot.incarnation, first, last))
-        yield from message_records(keys, snapshot.incarnation, first, records, tok, ids, totals)
-    yield from pointer_records(keys, snapshot, ids)
+        records, tok = yield Run(read_chunk(keys, snapshot.incarnation, first, last))
+        for record in message_records(keys, snapshot.incarnation, first, records, tok, ids, totals):
+            yield Emit(record)
+    for record in pointer_records(keys, snapshot, ids):
+        yield Emit(record)
 
 
 def read_snapshot(keys: ChatKeys, user_id: str | None) -> Operation[Snapshot]:

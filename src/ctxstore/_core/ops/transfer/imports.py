@@ -14,8 +14,13 @@ long however big the chat is. So it is built aside and published at once:
    exists, after it the whole chat does. Then the chat enters the listing indexes (as when a
    chat is created). A chat id that exists is refused (``ConflictError``), and nothing is
    written.
-3. A failure on the way (a malformed record, a refused publish, a lost connection) removes the
-   staging keys; if the process dies, they expire.
+3. A failure on the way (a malformed record, a refused publish, a lost connection, a caller
+   that stops) removes the staging keys; if the process dies, they expire.
+
+:func:`import_chat` is that whole import as a plan (:mod:`ctxstore._base.plans`): it asks the
+shell for each record in turn (an :class:`~ctxstore._base.plans.Effect` of
+:data:`NEXT_RECORD`, answered from the caller's iterable by :func:`records_from` /
+:func:`arecords_from`), runs each staging chunk and the publish, and cleans up on failure.
 
 Ids: the chat gets a new incarnation, as every chat created does (so engines, caches and
 readers that knew a chat of the same id deleted since never take this one for it), and every
@@ -30,10 +35,12 @@ every chain, window and size reads back as it was.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
+from ctxstore._base.plans import Effect, Plan, Run
 from ctxstore._core.format.chat import USAGE_PREFIX, chat_meta
 from ctxstore._core.format.codec import encode
 from ctxstore._core.format.fields import MAX_COUNT
@@ -62,11 +69,13 @@ from ctxstore._core.ops.chats import chat_context, check_title, log_index_failur
 from ctxstore._core.protocol import Arg, Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
-from ctxstore.errors import LimitExceededError, ValidationError
+from ctxstore.errors import ConfigurationError, LimitExceededError, ValidationError
 from ctxstore.settings import MAX_TTL_SECONDS
 
 if TYPE_CHECKING:
     from ctxstore.models import ChatMeta
+
+log = logging.getLogger("ctxstore")
 
 #: Messages per staging chunk, and the bytes after which a chunk goes early (records of up to
 #: 1 MiB each): a chunk costs Redis about what an append of as many messages costs.
@@ -169,9 +178,9 @@ class _Header:
 
 
 class ChatImport:
-    """One import: :meth:`feed` each record (it returns a staging operation to run when a chunk
-    is full), then run :meth:`finish`; on any failure run :meth:`discard` (see
-    the plan drivers). I/O-free: the shells run what it returns."""
+    """The state of one import: :meth:`feed` each record (it returns a staging operation to run
+    when a chunk is full), then run :meth:`finish`; on any failure run :meth:`discard`.
+    I/O-free; :func:`import_chat` is the plan that does all that."""
 
     def __init__(
         self, state: StoreState, *, chat_id: str | None = None, user_id: str | None = None
@@ -528,3 +537,67 @@ def _time(record: Mapping[str, Any], name: str, where: str, high: int) -> int:
     return _count(
         record.get(name), high, f"{where} {name} must be a whole number of epoch milliseconds"
     )
+
+
+class _ImportSignal:
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+#: The effect an import asks for: the caller's next record.
+NEXT_RECORD: Final = _ImportSignal("the next record to import")
+#: What answers :data:`NEXT_RECORD` after the last record.
+NO_MORE_RECORDS: Final = _ImportSignal("no more records")
+
+
+def import_chat(
+    state: StoreState, *, chat_id: str | None = None, user_id: str | None = None
+) -> Plan[ChatMeta]:
+    """An import as a plan: every record checked as it comes, full chunks staged, the chat
+    published at once; on any failure the staging keys are removed before the error goes on
+    (a failed removal is logged: they expire on their own)."""
+    importer = ChatImport(state, chat_id=chat_id, user_id=user_id)
+    try:
+        while (record := (yield Effect(NEXT_RECORD))) is not NO_MORE_RECORDS:
+            chunk = importer.feed(record)
+            if chunk is not None:
+                yield Run(chunk)
+        meta: ChatMeta = yield Run(importer.finish())
+        return meta
+    except BaseException:
+        cleanup = importer.discard()
+        if cleanup is not None:
+            try:
+                yield Run(cleanup)
+            except Exception as error:  # the staging keys expire on their own
+                log.warning("an import's staging keys were not removed: %s", error)
+        raise
+
+
+def records_from(records: Iterable[Any]) -> Callable[[Any], Any]:
+    """The sync shell's answer to :data:`NEXT_RECORD`: the next of ``records``."""
+    source = iter(records)
+
+    def next_record(request: Any) -> Any:
+        if request is not NEXT_RECORD:
+            raise ConfigurationError(f"an import does not ask for {request!r}")
+        return next(source, NO_MORE_RECORDS)
+
+    return next_record
+
+
+def arecords_from(records: Iterable[Any] | AsyncIterable[Any]) -> Callable[[Any], Any]:
+    """The async shell's answer to :data:`NEXT_RECORD`, from an iterable or an async one."""
+    if not isinstance(records, AsyncIterable):
+        return records_from(records)
+    source = aiter(records)
+
+    async def next_record(request: Any) -> Any:
+        if request is not NEXT_RECORD:
+            raise ConfigurationError(f"an import does not ask for {request!r}")
+        return await anext(source, NO_MORE_RECORDS)
+
+    return next_record
