@@ -2,11 +2,11 @@
 -- KEYS[1] chat         chat hash
 -- KEYS[2] log          message records in write order
 -- KEYS[3] alias        chosen message id -> position
--- KEYS[4] runs         run starts (see the prelude)
+-- KEYS[4] runs         run starts (see lib/README.md)
 -- KEYS[5] branch       branch name -> branch record
 -- KEYS[6] req          request id -> reply summary (this generation)
 -- KEYS[7] req_old      request id -> reply summary (the previous generation)
--- KEYS[8] tok          token entries (see the prelude)
+-- KEYS[8] tok          token entries (see lib/README.md)
 -- KEYS[9] summary      summaries (read for the context size when a compaction threshold is set)
 -- KEYS[10] checkpoint  not read: its expiry slides with the chat's (see slide_expiry)
 -- KEYS[11] all_chats   optional: the namespace's chat index (servers without Cluster only)
@@ -16,7 +16,7 @@
 --                    client and Redis time on the hottest path):
 --                    user (the caller, "" for anyone: another owner's chat is refused),
 --                    inc (the incarnation the caller knows, "" for any; "#<fence>" after it
---                    inside a turn: see the prelude), branch (to write to; "" for the
+--                    inside a turn: see lib/base.lua), branch (to write to; "" for the
 --                    chat's active branch, read in this script),
 --                    expected (the head id the caller last saw, "" for an empty branch),
 --                    on_conflict (raise | rebase | fork: when the head is not `expected`),

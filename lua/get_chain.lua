@@ -4,7 +4,7 @@
 -- KEYS[3] alias      chosen message id -> position
 -- KEYS[4] runs       run starts
 -- KEYS[5] branch     branch name -> branch record
--- KEYS[6] tok        token entries (see the prelude)
+-- KEYS[6] tok        token entries (see lib/README.md)
 -- KEYS[7] summary    summaries by the position of the last message they cover
 -- ARGV[1] user       the caller, "" for anyone: another owner's chat is refused
 -- ARGV[2] inc        the incarnation the caller knows, "" for any
@@ -28,7 +28,7 @@
 --                        returns that summary; a window's max_tokens then counts it too
 -- Reply: {branch name ("" unless branch mode), branch record ("" unless branch mode), active
 --         branch, incarnation, head position, chain length, base, {covered ranges},
---         {LRANGE replies}, {ranges left}, next} (see chain_reply in the prelude), then the
+--         {LRANGE replies}, {ranges left}, next} (see chain_reply in lib/reads.lua), then the
 --         chain's tokens, the number of messages kept (the window's, else the chain length)
 --         and the tokens of those messages, the summary's position (-1: none) and member ("")
 --         and the tokens of the summary plus every message after it. A read that does not

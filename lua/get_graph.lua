@@ -7,7 +7,7 @@
 -- ARGV[2] inc          the incarnation the caller knows, "" for any
 -- ARGV[3] max_messages the most messages a graph may hold (a huge chat is refused)
 -- ARGV[4] inline       the most records to return in the reply; more are left to the caller's
---                      own LRANGEs (see read_ranges in the prelude)
+--                      own LRANGEs (see read_ranges in lib/reads.lua)
 -- Reply: {flat chat hash, flat branch hash, flat checkpoint hash, message count,
 --         {covered ranges}, {LRANGE replies}, {ranges left}}
 -- Errors: NOT_FOUND (chat), LIMIT (more messages than max_messages), FORBIDDEN, REPLACED.

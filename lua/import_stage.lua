@@ -1,7 +1,7 @@
 -- import_stage.lua: add one bounded chunk of an import to its staging keys.
 -- KEYS[1] staged_log         the records so far, in write order
 -- KEYS[2] staged_alias       message id -> position
--- KEYS[3] staged_runs        run starts (see the prelude)
+-- KEYS[3] staged_runs        run starts (see lib/README.md)
 -- KEYS[4] staged_tok         token entries
 -- KEYS[5] staged_branch      branch name -> branch record
 -- KEYS[6] staged_checkpoint  checkpoint name -> checkpoint record

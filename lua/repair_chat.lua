@@ -2,7 +2,7 @@
 -- KEYS[1] chat         chat hash
 -- KEYS[2] log          message records in write order (only its length is read; never written)
 -- KEYS[3] alias        chosen message id -> position
--- KEYS[4] runs         run starts (see the prelude)
+-- KEYS[4] runs         run starts (see lib/README.md)
 -- KEYS[5] branch       branch name -> branch record
 -- KEYS[6] checkpoint   checkpoint name -> checkpoint record
 -- KEYS[7] summary      the chat's other keys: a rewritten key gets the chat's expiry back

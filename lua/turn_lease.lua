@@ -17,7 +17,7 @@
 --
 -- The lease is the chat hash field `turn` = "<fence>\t<holder token>\t<expires>". Every grant to
 -- a new holder bumps the fence, so a turn's writes, which carry its fence (see check_fence in
--- the prelude), are refused once another turn holds the chat, even if the old holder woke up
+-- lib/base.lua), are refused once another turn holds the chat, even if the old holder woke up
 -- from a pause believing it still has time. A lease that expired and that nobody took since
 -- still writes: its fence is still the newest. Giving the lease back keeps the fence (the
 -- counter never goes back) and clears the holder. Taking, extending and giving with the same

@@ -37,12 +37,16 @@ def wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 
 @pytest.mark.slow
-def test_wheel_holds_every_lua_script(wheel: Path) -> None:
+def test_wheel_holds_every_lua_script_and_library_file(wheel: Path) -> None:
     names = set(zipfile.ZipFile(wheel).namelist())
     scripts = sorted(path.name for path in (ROOT / "lua").glob("*.lua"))
     assert scripts
     for script in scripts:
         assert f"ctxstore/lua/{script}" in names
+    library = sorted(path.name for path in (ROOT / "lua" / "lib").glob("*.lua"))
+    assert library
+    for part in library:
+        assert f"ctxstore/lua/lib/{part}" in names
 
 
 @pytest.mark.slow

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -12,9 +13,20 @@ from ctxstore._core import protocol
 from ctxstore._core.keys import CHAT_KEY_NAMES
 from ctxstore._core.ops import leases, turns
 from ctxstore._core.ops import streams as answer_stream
-from ctxstore._core.scripts import PRELUDE, entry_script_names, load_script, script_dir
+from ctxstore._core.scripts import (
+    LIBRARY,
+    LIBRARY_FOLDER,
+    definition_blocks,
+    entry_script_names,
+    library_blocks,
+    load_script,
+    needed_library,
+    read_library,
+    script_dir,
+)
 
 SCRIPTS = entry_script_names()
+LIBRARY_DIR = script_dir() / LIBRARY_FOLDER
 
 
 def test_every_operation_has_its_script() -> None:
@@ -59,13 +71,106 @@ def test_header_names_every_key_and_argument_and_the_reply(name: str) -> None:
     assert used_args <= declared_args | {max(declared_args, default=0) + 1}, name
 
 
-@pytest.mark.parametrize("name", [*SCRIPTS, PRELUDE.removesuffix(".lua")])
-def test_scripts_run_on_the_embedded_lua(name: str) -> None:
+@pytest.mark.parametrize(
+    "path", [*(f"{name}.lua" for name in SCRIPTS), *(f"lib/{name}.lua" for name in LIBRARY)]
+)
+def test_scripts_run_on_the_embedded_lua(path: str) -> None:
     """fakeredis Lua has cjson but no cmsgpack, bit or struct, and rejects shebang lines."""
-    text = (script_dir() / f"{name}.lua").read_text()
+    text = (script_dir() / path).read_text()
     assert not text.startswith("#!")
     for library in ("cmsgpack", "bit.", "struct."):
         assert library not in text
+
+
+def test_the_library_order_lists_every_library_file_once() -> None:
+    """A file the order leaves out would never be read; one it lists must exist."""
+    assert len(set(LIBRARY)) == len(LIBRARY)
+    assert {path.stem for path in LIBRARY_DIR.glob("*.lua")} == set(LIBRARY)
+    assert not set(LIBRARY) & set(SCRIPTS), "a library file is not an entry script"
+
+
+def test_a_library_folder_with_a_file_too_many_or_too_few_is_refused(tmp_path: Path) -> None:
+    for name in LIBRARY:
+        (tmp_path / f"{name}.lua").write_text((LIBRARY_DIR / f"{name}.lua").read_text())
+    assert [name for name, _ in read_library(tmp_path)] == list(LIBRARY)
+    (tmp_path / "extra.lua").write_text("local function extra()\nend\n")
+    with pytest.raises(ValueError, match=r"not listed \['extra'\]"):
+        read_library(tmp_path)
+    (tmp_path / "extra.lua").unlink()
+    (tmp_path / f"{LIBRARY[-1]}.lua").unlink()
+    with pytest.raises(ValueError, match=rf"missing \['{LIBRARY[-1]}'\]"):
+        read_library(tmp_path)
+
+
+def test_a_name_defined_in_two_library_files_is_refused() -> None:
+    first = "-- one.lua: a header\n\nlocal LIMIT = 1\n\nlocal function twice()\n  return 1\nend\n"
+    second = "-- two.lua: another\n\n-- the same name again\nlocal twice = 2\n"
+    with pytest.raises(ValueError, match=r"lib/two\.lua defines twice, already defined in lib/one"):
+        library_blocks([("one", first), ("two", second)])
+    with pytest.raises(ValueError, match="twice"):
+        library_blocks([("one", first + "\nlocal function twice()\nend\n")])
+
+
+def test_a_script_carries_only_the_definitions_it_uses_in_library_order() -> None:
+    blocks = library_blocks(
+        [
+            (
+                "one",
+                "-- one.lua: header\n\nlocal A = 1\n\n-- uses A\nlocal function f()\n"
+                "  return A\nend\n\nlocal function unused()\nend\n",
+            ),
+            ("two", "-- two.lua: header\n\n-- uses f\nlocal function g()\n  return f()\nend\n"),
+        ]
+    )
+    assert [name for name, _ in blocks] == ["A", "f", "unused", "g"]
+    assert needed_library(blocks, "return g()") == (
+        "local A = 1\n\nlocal function f()\n  return A\nend\n\n"
+        "local function g()\n  return f()\nend\n"
+    )
+    assert needed_library(blocks, "return 1") == ""
+    assert "local function open_chat" in load_script("get_chat").source
+    assert "local function window_size" not in load_script("get_chat").source
+
+
+def library_uses() -> dict[str, tuple[str, set[str]]]:
+    """Every library definition: the file defining it and the library names its code uses
+    (comments left out: a name mentioned in a comment is not a use)."""
+    blocks = {
+        name: (file_name, text)
+        for file_name, file_text in read_library(LIBRARY_DIR)
+        for name, text in definition_blocks(file_text)
+    }
+    return {
+        name: (file_name, set(re.findall(r"\w+", re.sub(r"--[^\n]*", "", text))) & blocks.keys())
+        for name, (file_name, text) in blocks.items()
+    }
+
+
+def test_every_library_definition_uses_only_earlier_ones() -> None:
+    """A Lua local exists only after its definition: a use of a later one would be a nil global."""
+    order = [name for name, _ in library_blocks(read_library(LIBRARY_DIR))]
+    for name, (file_name, used) in library_uses().items():
+        later = {other for other in used if order.index(other) > order.index(name)}
+        assert not later, f"lib/{file_name}.lua: {name} uses {sorted(later)}, defined after it"
+
+
+@pytest.mark.parametrize("file_name", LIBRARY)
+def test_library_headers_say_what_a_file_holds_and_the_files_it_relies_on(file_name: str) -> None:
+    text = (LIBRARY_DIR / f"{file_name}.lua").read_text()
+    header = text.split("\n\n", 1)[0]
+    assert header.startswith(f"-- {file_name}.lua: ")
+    relies = re.search(r"^-- Relies on: (.+?)\.?$", header, re.MULTILINE)
+    assert relies, f"lib/{file_name}.lua: the header names the files it relies on"
+    named = set() if relies.group(1).startswith("nothing") else set(relies.group(1).split(", "))
+    uses = library_uses()
+    relied_on = {
+        uses[other][0]
+        for _, (defining_file, used) in uses.items()
+        if defining_file == file_name
+        for other in used
+    } - {file_name}
+    assert named == relied_on, f"lib/{file_name}.lua relies on {sorted(relied_on)}"
+    assert all(LIBRARY.index(other) < LIBRARY.index(file_name) for other in relied_on)
 
 
 @pytest.fixture

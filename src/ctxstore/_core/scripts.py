@@ -2,9 +2,15 @@
 
 Scripts live in ``lua/`` at the top of the repository and ship inside the wheel as
 ``ctxstore/lua`` (hatchling force-include), so both a checkout and an installed package find them.
-Each entry script is prefixed with the helpers of ``_prelude.lua`` it uses (directly or through
-other helpers) before hashing, so one operation is always one EVALSHA. Only those: Redis runs a
-script's whole text on every call, and defining every helper cost about 5 microseconds a call.
+``lua/<operation>.lua`` is one entry script per store operation; ``lua/lib/`` is the library of
+helpers they share, one file per concern, read in the order ``LIBRARY`` declares (a Lua ``local``
+exists only after its definition, so a file comes after the files it relies on;
+``lua/lib/README.md`` describes the storage layout and the conventions every script follows).
+
+The library is cut into its top-level ``local`` definitions, and each entry script is prefixed
+with those it uses (directly or through other definitions), in library order, before hashing, so
+one operation is always one EVALSHA. Only those: Redis runs a script's whole text on every call,
+and defining every helper cost about 5 microseconds a call.
 
 The header comment of each script names its keys (``-- KEYS[1] chat``); the loader parses it and
 callers build their key list from those names, which keeps Python and Lua from drifting apart.
@@ -15,18 +21,39 @@ from __future__ import annotations
 import functools
 import hashlib
 import re
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-PRELUDE = "_prelude.lua"
+#: The folder of ``lua/`` holding the library (``lua/lib/<name>.lua``).
+LIBRARY_FOLDER = "lib"
+#: The library files, in the order they are concatenated: each after every file it relies on.
+#: The folder must hold exactly these (``read_library`` checks it).
+LIBRARY: tuple[str, ...] = (
+    "base",
+    "checks",
+    "branches",
+    "msgpack",
+    "runs",
+    "summaries",
+    "tokens",
+    "lists",
+    "chat",
+    "requests",
+    "reads",
+    "retention",
+    "streams",
+)
+
 _KEY_LINE = re.compile(r"^-- KEYS\[(\d+)\]\s+(\w+)(\s+optional:)?", re.MULTILINE)
 _ARG_LINE = re.compile(r"^-- ARGV\[(\d+)(?:\.\.)?\]\s+(\S+)", re.MULTILINE)
 
 
 @dataclass(frozen=True)
 class LuaScript:
-    """One entry script: its name, full source (prelude included), SHA1 and declared keys."""
+    """One entry script: its name, full source (the library definitions it uses included), SHA1
+    and declared keys."""
 
     name: str
     source: str
@@ -41,12 +68,17 @@ class LuaScript:
 def script_dir() -> Path:
     """The folder holding the ``.lua`` files: inside the installed package, else the checkout."""
     packaged = Path(str(resources.files("ctxstore"))) / "lua"
-    if (packaged / PRELUDE).is_file():
+    if _holds_scripts(packaged):
         return packaged
     checkout = Path(__file__).resolve().parents[3] / "lua"
-    if (checkout / PRELUDE).is_file():
+    if _holds_scripts(checkout):
         return checkout
     raise FileNotFoundError(f"ctxstore Lua scripts not found in {packaged} or {checkout}")
+
+
+def _holds_scripts(folder: Path) -> bool:
+    """Whether ``folder`` is a ``lua/`` folder: its library's first file is there."""
+    return (folder / LIBRARY_FOLDER / f"{LIBRARY[0]}.lua").is_file()
 
 
 def parse_contract(name: str, text: str) -> tuple[tuple[str, ...], tuple[str, ...], int]:
@@ -69,26 +101,66 @@ _DEFINITION = re.compile(r"^local (?:function )?(\w+)", re.MULTILINE)
 _WORD = re.compile(r"\w+")
 
 
-def prelude_blocks(prelude: str) -> list[tuple[str, str]]:
-    """The prelude cut into its top-level definitions: (name, text with its leading comments)."""
-    starts = [match.start() for match in _DEFINITION.finditer(prelude)]
+def definition_blocks(text: str) -> list[tuple[str, str]]:
+    """One library file cut into its top-level definitions: (name, text), in file order.
+
+    A definition's text runs from its ``local`` to the end of its body. The comments above a
+    definition, and the file's header, are left out: they document the file, and every byte a
+    script carries is parsed on every call.
+    """
+    starts = [match.start() for match in _DEFINITION.finditer(text)]
     blocks = []
     for index, start in enumerate(starts):
-        end = starts[index + 1] if index + 1 < len(starts) else len(prelude)
-        text = prelude[start:end]
+        end = starts[index + 1] if index + 1 < len(starts) else len(text)
         # Comment lines right above the next definition belong to it, not to this one.
-        lines = text.rstrip("\n").split("\n")
+        lines = text[start:end].rstrip("\n").split("\n")
         while lines and lines[-1].startswith("--"):
             lines.pop()
-        name = _DEFINITION.match(prelude, start)
+        name = _DEFINITION.match(text, start)
         assert name is not None
         blocks.append((name.group(1), "\n".join(lines).rstrip() + "\n"))
     return blocks
 
 
-def needed_prelude(prelude: str, body: str) -> str:
-    """The prelude definitions ``body`` uses, directly or through each other, in prelude order."""
-    blocks = prelude_blocks(prelude)
+def library_blocks(files: Iterable[tuple[str, str]]) -> list[tuple[str, str]]:
+    """The definitions of the library ``files`` ((file name, text) in library order), in order.
+
+    A name defined twice is refused: both definitions would reach the scripts that use the name,
+    and which one a script ran would depend on the order of the files.
+    """
+    defined_in: dict[str, str] = {}
+    blocks = []
+    for file_name, text in files:
+        for name, block in definition_blocks(text):
+            if name in defined_in:
+                raise ValueError(
+                    f"{LIBRARY_FOLDER}/{file_name}.lua defines {name}, "
+                    f"already defined in {LIBRARY_FOLDER}/{defined_in[name]}.lua"
+                )
+            defined_in[name] = file_name
+            blocks.append((name, block))
+    return blocks
+
+
+def read_library(folder: Path) -> list[tuple[str, str]]:
+    """The library files of ``folder`` (a ``lua/lib``) as (file name, text), in ``LIBRARY`` order.
+
+    The folder must hold exactly the files ``LIBRARY`` lists: a file it left out would never be
+    read, and the scripts that use its definitions would fail only when they reach them.
+    """
+    present = {path.stem for path in folder.glob("*.lua")}
+    unlisted, missing = sorted(present - set(LIBRARY)), sorted(set(LIBRARY) - present)
+    if unlisted or missing:
+        raise ValueError(
+            f"{folder} must hold the library files LIBRARY lists: "
+            f"not listed {unlisted}, missing {missing}"
+        )
+    return [(name, (folder / f"{name}.lua").read_text(encoding="utf-8")) for name in LIBRARY]
+
+
+def needed_library(blocks: Sequence[tuple[str, str]], body: str) -> str:
+    """The definitions of ``blocks`` that ``body`` uses, directly or through each other, in
+    library order (a definition always comes after those it uses)."""
     defined = dict(blocks)
     needed: set[str] = set()
     pending = [word for word in _WORD.findall(body) if word in defined]
@@ -101,17 +173,23 @@ def needed_prelude(prelude: str, body: str) -> str:
 
 
 @functools.cache
+def _library(folder: Path) -> tuple[tuple[str, str], ...]:
+    """The library of the script folder ``folder``, cut once for every script loaded from it."""
+    return tuple(library_blocks(read_library(folder / LIBRARY_FOLDER)))
+
+
+@functools.cache
 def load_script(name: str) -> LuaScript:
-    """Load ``lua/<name>.lua`` with the prelude helpers it uses; cached for the process's life."""
+    """Load ``lua/<name>.lua`` with the library definitions it uses; cached for the process."""
     folder = script_dir()
     body = (folder / f"{name}.lua").read_text(encoding="utf-8")
-    prelude = (folder / PRELUDE).read_text(encoding="utf-8")
     key_names, arg_names, required = parse_contract(name, body)
-    source = f"{needed_prelude(prelude, body)}\n{body}"
+    source = f"{needed_library(_library(folder), body)}\n{body}"
     sha = hashlib.sha1(source.encode("utf-8")).hexdigest()
     return LuaScript(name, source, sha, key_names, arg_names, required)
 
 
 def entry_script_names() -> list[str]:
-    """Every entry script shipped with ctxstore (all ``.lua`` files but the prelude)."""
-    return sorted(path.stem for path in script_dir().glob("*.lua") if path.name != PRELUDE)
+    """Every entry script shipped with ctxstore: the ``.lua`` files of ``lua/`` itself (the
+    library lives in ``lua/lib/``)."""
+    return sorted(path.stem for path in script_dir().glob("*.lua"))

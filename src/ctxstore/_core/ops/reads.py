@@ -484,7 +484,7 @@ def fetch_ranges(
 
 @dataclass(frozen=True)
 class ChainReply:
-    """The chain part of a read reply (see ``chain_reply`` in the Lua prelude)."""
+    """The chain part of a read reply (see ``chain_reply`` in ``lua/lib/reads.lua``)."""
 
     head: int
     length: int

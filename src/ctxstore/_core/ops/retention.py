@@ -3,10 +3,10 @@
 A chat's ``ttl`` (milliseconds) is a field of its hash, set when the chat is created (the
 store's default, ``connect(ttl=)``, or ``upsert_chat(ttl=)``) and changed by
 ``store.expire_chat``. Every write script ends by setting that expiry again on every key of the
-chat (``slide_expiry`` in the Lua prelude), so the keys share one deadline and the chat vanishes
-whole, at once, the ``ttl`` after its last write; reads never move it. The listing indexes live
-in other slots: a listing that finds an expired chat's entry removes it (lazily, like any stale
-entry), so expired chats vanish from listings too.
+chat (``slide_expiry`` in ``lua/lib/retention.lua``), so the keys share one deadline and the
+chat vanishes whole, at once, the ``ttl`` after its last write; reads never move it. The listing
+indexes live in other slots: a listing that finds an expired chat's entry removes it (lazily,
+like any stale entry), so expired chats vanish from listings too.
 """
 
 from __future__ import annotations

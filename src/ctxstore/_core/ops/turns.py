@@ -59,8 +59,9 @@ def new_turn_token() -> str:
 
 
 def fenced(incarnation: str | None, fence: int | None) -> str | None:
-    """The ``inc`` argument of a write made inside a turn: ``<incarnation>#<fence>`` (see the
-    prelude of the Lua scripts), so every script's identity check also checks the fence."""
+    """The ``inc`` argument of a write made inside a turn: ``<incarnation>#<fence>`` (see
+    ``check_fence`` in ``lua/lib/base.lua``), so every script's identity check also checks the
+    fence."""
     if fence is None:
         return incarnation
     return f"{incarnation or ''}#{fence}"
