@@ -12,22 +12,23 @@
 -- KEYS[11] all_chats   optional: the namespace's chat index (servers without Cluster only)
 -- KEYS[12] user_chats  optional: the owner's chat index (with KEYS[11])
 -- KEYS[13] jobs        optional: the compaction job stream of this chat's shard (with KEYS[11])
--- ARGV[1] call       the call's fields, tab-separated (one argument: each argument costs the
---                    client and Redis time on the hottest path):
---                    user (the caller, "" for anyone: another owner's chat is refused),
---                    inc (the incarnation the caller knows, "" for any; "#<fence>" after it
---                    inside a turn: see lib/base.lua), branch (to write to; "" for the
---                    chat's active branch, read in this script),
---                    expected (the head id the caller last saw, "" for an empty branch),
---                    on_conflict (raise | rebase | fork: when the head is not `expected`),
---                    on_existing (raise | fork: for a message id the chat already holds),
---                    now (epoch milliseconds), request (request id, "" for none: a resent call
---                    is answered from its summary), chat_id and index_owner (the chat's id and
---                    the owner the index keys KEYS[11..12] were built for; "" without them),
---                    soft_tokens (a compaction threshold: "" for none), job_ttl (ms after
---                    which a compaction job that settled nothing may be enqueued again) and
---                    keep (the messages a compaction keeps verbatim; carried by the job) and
---                    base (the chain tokens the client assumed before the first message)
+-- ARGV[1] call       the call's fields, tab-separated, in this order (one argument: each
+--                    argument costs the client and Redis time on the hottest path):
+--   call.user          the caller, "" for anyone (another owner's chat is refused)
+--   call.inc           the incarnation the caller knows, "" for any; "#<fence>" after it
+--                      inside a turn (see lib/base.lua)
+--   call.branch        the branch to write to; "" for the chat's active one, read here
+--   call.expected      the head id the caller last saw, "" for an empty branch
+--   call.on_conflict   raise | rebase | fork: when the head is not `expected`
+--   call.on_existing   raise | fork: for a message id the chat already holds
+--   call.now           epoch milliseconds
+--   call.request       the request id ("" for none): a resent call is answered from its summary
+--   call.chat_id       the chat's id, for the index entries ("" without KEYS[11..12])
+--   call.index_owner   the owner the index keys KEYS[11..12] were built for ("" without them)
+--   call.soft_tokens   a compaction threshold ("" for none)
+--   call.job_ttl       ms after which a compaction job that settled nothing may be enqueued again
+--   call.keep          the messages a compaction keeps verbatim (carried by the job)
+--   call.base          the chain tokens the client assumed before the first message
 -- ARGV[2] chosen     the messages' chosen ids, tab-separated ("" in a slot: generate one)
 -- ARGV[3] tokens     TOK_WIDTH bytes per message: its flags and the chain's tokens through it,
 --                    computed by the client as if the chain before the first message held
@@ -38,13 +39,23 @@
 --                    the child of the one before it in the log (parent -2) and kept its chosen
 --                    id; the script rewrites the few that are not (the first of a new run, an
 --                    edit). Each ends with its 6-character tag.
--- Reply: {branch, first position, {indexes (1-based) of messages stored under a generated id
---         although they came with a chosen id: edits}, rebased (0|1), conflict_fork ("" or the
---         new branch), {branches created}, updated_at, owner, indexed (0|1), incarnation,
---         context tokens (the branch from its newest summary on, after this append; -1 when
---         not computed), job (the compaction marker this call set, "" for none), enqueued (1
---         when the script added the job to KEYS[13] itself), the chain tokens through the
---         new head (-1 for a resent call)}
+-- Reply: a list of these, in this order:
+--   reply.branch          where the last message went
+--   reply.first           the first log position this call used
+--   reply.edits           {indexes (1-based) of messages stored under a generated id although
+--                         they came with a chosen id: edits}
+--   reply.rebased         1 when the call chained onto a head it did not expect, else 0
+--   reply.conflict_fork   "" or the branch a conflict fork wrote to
+--   reply.created         {branches created}
+--   reply.updated_at      the chat's updated_at after the call
+--   reply.owner           the chat's owner
+--   reply.indexed         1 when the script moved the index entries itself, else 0
+--   reply.incarnation     the chat's incarnation
+--   reply.context_tokens  the branch from its newest summary on, after this append (-1 when
+--                         not computed)
+--   reply.job             the compaction marker this call set ("" for none)
+--   reply.enqueued        1 when the script added the job to KEYS[13] itself, else 0
+--   reply.head_tokens     the chain tokens through the new head (-1 for a resent call)
 -- Compaction: with soft_tokens, an append without chosen ids that leaves the branch's context
 -- (newest summary plus the messages after it) at or past soft_tokens sets the chat's `cjob`
 -- marker "<summary position>\t<now>", unless one is set and younger than job_ttl: one pending

@@ -263,3 +263,49 @@ def test_callers_pass_exactly_the_declared_keys(
                 assert name in ("index", "all_chats", "user_chats"), call.script.name
                 assert ":idx:" in key, (call.script.name, key)
     assert seen == set(SCRIPTS)
+
+
+def header_names(script: str, prefix: str) -> list[str]:
+    """The ``-- <prefix>.<name>`` lines of a script's header, in order."""
+    header = (script_dir() / f"{script}.lua").read_text().split("\n\n", 1)[0]
+    return re.findall(rf"^--\s+{prefix}\.(\w+)\s", header, re.MULTILINE)
+
+
+def test_the_append_call_fields_are_named_once_in_wire_order() -> None:
+    """``AppendCall`` is ARGV[1] field by field, in the order the script reads them."""
+    from ctxstore._core.ops.append import AppendCall
+
+    assert header_names("append", "call") == list(AppendCall._fields)
+    body = (script_dir() / "append.lua").read_text().split("\n\n", 1)[1]
+    pattern = re.search(r"string\.match\(ARGV\[1\],\s*(.*?)\)\n", body, re.DOTALL)
+    assert pattern is not None
+    captures = re.findall(r"\(([^()]*)\)", pattern.group(1).replace("' ..\n", ""))
+    assert len(captures) == len(AppendCall._fields)
+
+
+def test_the_append_reply_is_named_once_in_its_order() -> None:
+    from ctxstore._core.ops.append import AppendReply
+
+    assert header_names("append", "reply") == list(AppendReply._fields)
+    body = (script_dir() / "append.lua").read_text()
+    replies = [
+        top_level_items(found) for found in re.findall(r"return \{(.*?)\}\n", body, re.DOTALL)
+    ]
+    replies = [items for items in replies if len(items) > 3]  # not an inner table
+    assert len(replies) == 2  # a resent call's reply and a first call's
+    for items in replies:
+        assert len(items) == len(AppendReply._fields), items
+
+
+def top_level_items(text: str) -> list[str]:
+    """The comma-separated items of a Lua list, commas inside calls and tables left alone."""
+    items, depth, current = [], 0, ""
+    for char in text:
+        depth += char in "({"
+        depth -= char in ")}"
+        if char == "," and depth == 0:
+            items.append(current.strip())
+            current = ""
+        else:
+            current += char
+    return [item for item in [*items, current.strip()] if item]

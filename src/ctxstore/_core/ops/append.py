@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, get_args
+from typing import Any, NamedTuple, get_args
 
 from ctxstore._core.format.codec import encode
 from ctxstore._core.format.fields import text
 from ctxstore._core.format.records import (
     check_metadata,
     check_payload,
+    derived_id,
     encode_record,
     packed_time,
 )
@@ -162,20 +163,22 @@ def append(
             *state.keyspace.indexes_of(owner or ""),
             state.keyspace.job_stream(chat_id),
         )
-    fields = (
-        *scope_args(user_id, incarnation),
-        branch or "",
-        expected_head or "",
-        on_conflict,
-        on_existing,
-        str(now),
-        new_request_id(),
-        chat_id if in_script_index else "",
-        (owner or "") if in_script_index else "",
-        str(compaction.soft_tokens) if compaction is not None else "",
-        str(compaction.job_ttl_ms) if compaction is not None else "",
-        str(compaction.min_recent_messages) if compaction is not None else "",
-        str(base),
+    user, known_inc = scope_args(user_id, incarnation)
+    fields = AppendCall(
+        user=user,
+        inc=known_inc,
+        branch=branch or "",
+        expected=expected_head or "",
+        on_conflict=on_conflict,
+        on_existing=on_existing,
+        now=str(now),
+        request=new_request_id(),
+        chat_id=chat_id if in_script_index else "",
+        index_owner=(owner or "") if in_script_index else "",
+        soft_tokens=str(compaction.soft_tokens) if compaction is not None else "",
+        job_ttl=str(compaction.job_ttl_ms) if compaction is not None else "",
+        keep=str(compaction.min_recent_messages) if compaction is not None else "",
+        base=str(base),
     )
     call = script_call(
         script,
@@ -212,42 +215,73 @@ _CONFLICT_POLICIES = get_args(ConflictPolicy)
 _EXISTING_POLICIES = get_args(ExistingPolicy)
 
 
+class AppendCall(NamedTuple):
+    """``lua/append.lua``'s ARGV[1]: the call's fields, tab-joined into one argument. The field
+    order is the wire order, which the script's header names (``call.<field>``) and a test
+    compares with this tuple."""
+
+    user: str
+    inc: str
+    branch: str
+    expected: str
+    on_conflict: str
+    on_existing: str
+    now: str
+    request: str
+    chat_id: str
+    index_owner: str
+    soft_tokens: str
+    job_ttl: str
+    keep: str
+    base: str
+
+
+class AppendReply(NamedTuple):
+    """``lua/append.lua``'s reply, in its order (the header's ``reply.<field>`` lines)."""
+
+    branch: bytes
+    first: int
+    edits: list[int]
+    rebased: int
+    conflict_fork: bytes
+    created: list[bytes]
+    updated_at: int
+    owner: bytes
+    indexed: int
+    incarnation: bytes
+    context_tokens: int
+    job: bytes
+    enqueued: int
+    head_tokens: int
+
+
 def _parse_append(
-    reply: Sequence[Any], chosen_ids: Sequence[str], tags: Sequence[str]
+    raw: Sequence[Any], chosen_ids: Sequence[str], tags: Sequence[str]
 ) -> tuple[AppendResult, str, bool, bool, int]:
     """The result, from the first position the script used and the messages that were edits:
     a message keeps its chosen id unless it was an edit, else gets ``<pos>.<inc>.<tag>``."""
-    (
-        target,
-        first,
-        edits,
-        rebased,
-        conflict_fork,
-        created,
-        updated_at,
-        owner,
-        indexed,
-        inc,
-        context_tokens,
-        job,
-        enqueued,
-        head_tokens,
-    ) = reply
-    first, inc = int(first), text(inc)
-    edited = {int(index) - 1 for index in edits}
+    reply = AppendReply(*raw)
+    first, inc = int(reply.first), text(reply.incarnation)
+    edited = {int(index) - 1 for index in reply.edits}
     stored = tuple(
-        chosen if chosen and index not in edited else f"{first + index}.{inc}.{tags[index]}"
+        chosen if chosen and index not in edited else derived_id(first + index, inc, tags[index])
         for index, chosen in enumerate(chosen_ids)
     )
     result = AppendResult(
-        branch=text(target),
+        branch=text(reply.branch),
         head_message_id=stored[-1],
         message_ids=stored,
-        rebased=bool(rebased),
-        conflict_fork=text(conflict_fork) or None,
-        created_branches=tuple(text(b) for b in created),
-        updated_at=int(updated_at),
-        context_tokens=int(context_tokens),
-        compaction_job=text(job) or None,
+        rebased=bool(reply.rebased),
+        conflict_fork=text(reply.conflict_fork) or None,
+        created_branches=tuple(text(name) for name in reply.created),
+        updated_at=int(reply.updated_at),
+        context_tokens=int(reply.context_tokens),
+        compaction_job=text(reply.job) or None,
     )
-    return result, text(owner), bool(indexed), bool(enqueued), int(head_tokens)
+    return (
+        result,
+        text(reply.owner),
+        bool(reply.indexed),
+        bool(reply.enqueued),
+        int(reply.head_tokens),
+    )
