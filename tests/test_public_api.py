@@ -71,11 +71,13 @@ def test_append_explains_its_policies() -> None:
 
 def test_fragment_serializers_have_names_that_say_what_they_do() -> None:
     fragment = ctxstore.hint("Be brief.")
-    as_dict = ctxstore.fragment_to_dict(fragment)
+    as_dict = ctxstore.prompt.fragment_to_dict(fragment)
     assert isinstance(as_dict, dict)
-    assert ctxstore.fragment_from_dict(as_dict) == fragment
-    assert ctxstore.from_fragment is ctxstore.fragment_to_dict  # the earlier names still work
-    assert ctxstore.to_fragment is ctxstore.fragment_from_dict
+    assert ctxstore.prompt.fragment_from_dict(as_dict) == fragment
+    assert (
+        ctxstore.prompt.from_fragment is ctxstore.prompt.fragment_to_dict
+    )  # the earlier names still work
+    assert ctxstore.prompt.to_fragment is ctxstore.prompt.fragment_from_dict
 
 
 def test_track_usage_takes_the_js_sdks_camel_case_counts() -> None:

@@ -3,7 +3,7 @@
 Every error ctxstore raises derives from :class:`CtxStoreError`, so one ``except`` clause catches
 them all, while the subclasses let callers react to what actually happened (retry on a conflict,
 404 on not-found, 403 on permission). Errors that Redis reports are translated in exactly one
-place (:mod:`ctxstore.core.failures`) and keep the redis-py exception as ``__cause__``.
+place (:mod:`ctxstore._core.failures`) and keep the redis-py exception as ``__cause__``.
 
 Validation and not-found errors also derive from the matching built-in (``ValueError``,
 ``LookupError``) so code that already catches those keeps working.

@@ -1,20 +1,45 @@
-"""TODO docstring: ctxstore.settings."""
+"""How a store is set up: one frozen :class:`Settings` value, built once, checked at once.
+
+``ctxstore.connect(url, settings=..., **overrides)`` and ``connect_async`` take the same
+arguments: a :class:`Settings` (or none, for the defaults) and keyword overrides of its fields;
+any other keyword argument goes to the redis-py client. A web app builds its settings once at
+start-up and hands them to every store it makes::
+
+    settings = ctxstore.Settings(namespace="acme", ttl=timedelta(days=30))
+    store = ctxstore.connect("redis://cache:6379", settings=settings)
+
+Every field is checked when the value is built (a typo'd namespace or an impossible durability
+fails before any client exists); what depends on the server (whether it has ``WAITAOF``, its
+eviction policy) is checked by the first operation.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import math
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 from datetime import timedelta
-from typing import Final
+from typing import Any, Final, Literal, get_args
 
+from ctxstore._base.ids import check_key_prefix
 from ctxstore.errors import ConfigurationError, ValidationError
+from ctxstore.messages.tokens import TokenCounter
 
 #: The longest retention a chat takes (about 100 years): longer is surely a unit mistake.
 MAX_TTL_SECONDS: Final = 100 * 365 * 24 * 3600
 
-
 #: A retention in seconds (a number or a timedelta); None for no expiry.
 TTL = float | int | timedelta | None
+
+#: What a write waits for before it is acknowledged: a replica (``WAIT``) or the local fsync of
+#: the append-only file (``WAITAOF``, Redis 7.2 or later).
+DurabilityMode = Literal["replica", "aof"]
+DURABILITY_MODES: tuple[str, ...] = get_args(DurabilityMode)
+#: Seconds a write waits for its confirmation unless ``durability_timeout`` says otherwise.
+DEFAULT_DURABILITY_TIMEOUT = 1.0
+#: Bytes of the process cache of chains read, unless ``cache_bytes`` says otherwise.
+DEFAULT_CACHE_BYTES = 32 << 20
 
 
 class StoreDefault:
@@ -85,3 +110,96 @@ class Limits:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
+
+
+@dataclass(frozen=True, kw_only=True)
+class Settings:
+    """Everything a store is set up with besides its URL (see the module docstring).
+
+    ``namespace`` fences a tenant: its keys are ``<prefix>:<namespace>:...``, which a Redis ACL
+    key pattern enforces (``deploy/acl.conf``). ``limits`` bounds message sizes, chain depths,
+    batch sizes, reads and metadata (:class:`Limits`). ``clock`` returns epoch milliseconds
+    (tests pass a fake one; None: the wall clock). ``cache_bytes`` bounds the process cache of
+    chains read (None: 32 MiB; 0 turns it off; stores of one URL share one cache, the first
+    store's bound holds until another sets one). ``token_model`` / ``estimate_tokens`` count
+    the tokens stored with each message appended (default: ``o200k_base``; see
+    :mod:`ctxstore.messages.tokens`). ``durability`` (``"replica"`` / ``"aof"``) acknowledges a
+    write only once a replica / the local fsync confirmed it within ``durability_timeout``
+    seconds, else ``DurabilityError``. ``ttl`` (seconds or a timedelta; None: never) makes the
+    chats a store creates expire whole that long after their last write. ``redis_options`` go
+    to the redis-py client a store makes from its URL (``socket_timeout``, ``password``...).
+    """
+
+    namespace: str | None = None
+    prefix: str = "ctx"
+    limits: Limits = field(default_factory=Limits)
+    clock: Callable[[], int] | None = None
+    cache_bytes: int | None = None
+    token_model: str | None = None
+    estimate_tokens: TokenCounter | None = None
+    durability: DurabilityMode | None = None
+    durability_timeout: float = DEFAULT_DURABILITY_TIMEOUT
+    ttl: TTL = None
+    redis_options: Mapping[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        check_key_prefix(self.prefix, "prefix", allow_colon=True)
+        if self.namespace is not None:
+            check_key_prefix(self.namespace, "namespace", allow_colon=False)
+        if not isinstance(self.limits, Limits):
+            raise ConfigurationError(f"limits must be a Limits, got {self.limits!r}")
+        if self.clock is not None and not callable(self.clock):
+            raise ConfigurationError(f"clock must return epoch milliseconds, got {self.clock!r}")
+        if self.cache_bytes is not None and (
+            isinstance(self.cache_bytes, bool)
+            or not isinstance(self.cache_bytes, int)
+            or self.cache_bytes < 0
+        ):
+            raise ConfigurationError(
+                f"cache_bytes must be a non-negative integer, got {self.cache_bytes!r}"
+            )
+        if self.token_model is not None and not isinstance(self.token_model, str):
+            raise ValidationError(f"model must be a model name or None, got {self.token_model!r}")
+        if self.estimate_tokens is not None and not callable(self.estimate_tokens):
+            raise ValidationError(
+                f"estimate_tokens must be a function of a text, got {self.estimate_tokens!r}"
+            )
+        timeout = self.durability_timeout
+        if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
+            raise ConfigurationError(
+                f"durability_timeout must be a number of seconds, got {timeout!r}"
+            )
+        if not math.isfinite(timeout) or timeout <= 0:
+            raise ConfigurationError(
+                f"durability_timeout must be positive and finite, got {timeout!r}"
+            )
+        if self.durability is not None and self.durability not in DURABILITY_MODES:
+            raise ConfigurationError(
+                f"durability must be None, 'replica' or 'aof', got {self.durability!r}"
+            )
+        ttl_ms(self.ttl)
+        if not isinstance(self.redis_options, Mapping):
+            raise ConfigurationError(f"redis_options must be a mapping, got {self.redis_options!r}")
+
+    @property
+    def ttl_ms(self) -> int | None:
+        """The retention of the chats a store creates, in milliseconds (None: never)."""
+        return ttl_ms(self.ttl)
+
+    def replace(self, **overrides: Any) -> Settings:
+        """These settings with the fields in ``overrides`` replaced; an override that names
+        no field goes to :attr:`redis_options` (as ``connect(**overrides)`` does)."""
+        names = {item.name for item in dataclasses.fields(self)}
+        own = {name: value for name, value in overrides.items() if name in names}
+        passed_on = {name: value for name, value in overrides.items() if name not in names}
+        if passed_on:
+            own["redis_options"] = {**own.get("redis_options", self.redis_options), **passed_on}
+        return dataclasses.replace(self, **own) if own else self
+
+
+def settings_of(settings: Settings | None, overrides: Mapping[str, Any]) -> Settings:
+    """What ``connect(settings=..., **overrides)`` stands for: ``settings`` (or the defaults)
+    with the overrides applied."""
+    if settings is not None and not isinstance(settings, Settings):
+        raise ConfigurationError(f"settings must be a ctxstore.Settings, got {settings!r}")
+    return (settings or Settings()).replace(**overrides)

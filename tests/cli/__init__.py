@@ -1,6 +1,6 @@
 """Tests of the command line, the tree view and the exports; graph builders they share.
 
-The builders make :class:`~ctxstore.ChatGraph` values directly, so the drawing and export
+The builders make :class:`~ctxstore.models.ChatGraph` values directly, so the drawing and export
 rules can be checked on exact shapes (ties in creation time, orphans, 5,000-deep chains)
 without a store.
 """
@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from ctxstore import BranchInfo, ChatGraph, ChatMeta, CheckpointInfo, GraphNode
+from ctxstore import BranchInfo, ChatMeta, CheckpointInfo
+from ctxstore.models import ChatGraph, GraphNode
 
 
 def node(

@@ -116,7 +116,7 @@ def test_export_on_every_backend(backend: str, namespace: str, run: Run, fmt: st
     with ctxstore.connect(backend, namespace=namespace) as store:
         graph = store.get_graph("trip")
     if fmt == "json":
-        assert ctxstore.ChatGraph.model_validate(json.loads(out)) == graph
+        assert ctxstore.models.ChatGraph.model_validate(json.loads(out)) == graph
     elif fmt == "mermaid":
         assert out.startswith("flowchart TD\n")
         assert out.count(" --> ") == 3

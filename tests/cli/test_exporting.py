@@ -5,9 +5,10 @@ from __future__ import annotations
 import json
 import re
 
-from ctxstore import ChatGraph, ChatMeta
+from ctxstore import ChatMeta
 from ctxstore.cli.diagrams import to_dot, to_json, to_mermaid
 from ctxstore.cli.tree import node_label
+from ctxstore.models import ChatGraph
 from tests.cli import branch, chat_graph, checkpoint, node
 
 HOSTILE = ['"]; drop', "<script>alert(1)</script>", "a\\", "#quot; `md` {x} |y| & end"]

@@ -9,15 +9,8 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore import (
-    assistant,
-    fragment,
-    hint,
-    last_assistant_message,
-    message,
-    role,
-    user,
-)
+from ctxstore import assistant, hint, message, role, user
+from ctxstore.prompt import fragment, last_assistant_message
 from tests.support.wire import trace_wire
 
 
@@ -116,7 +109,7 @@ def test_resolve_returns_prompt_and_chain_then_pending(make_engine: Any) -> None
     ]
     assert [f.name for f in engine.pending] == ["user"]
     assert result.with_system()[0] == {"role": "system", "content": result.system_prompt}
-    assert engine.resolve(ctxstore.MarkdownRenderer()).system_prompt.startswith("## Role")
+    assert engine.resolve(ctxstore.prompt.MarkdownRenderer()).system_prompt.startswith("## Role")
 
 
 def test_resolve_sees_what_other_workers_saved(make_engine: Any) -> None:
@@ -193,7 +186,7 @@ def test_render_does_no_io(make_engine: Any) -> None:
     engine = make_engine()
     engine.set(role("r"))
     with trace_wire() as wire:
-        assert engine.render(ctxstore.TomlRenderer()) == 'role = "r"'
+        assert engine.render(ctxstore.prompt.TomlRenderer()) == 'role = "r"'
     assert wire.round_trips == 0
 
 
@@ -383,9 +376,9 @@ def test_btw_branches_without_moving_the_engine(make_engine: Any) -> None:
 
 def test_btw_and_checkpoint_need_a_message(make_engine: Any) -> None:
     engine = make_engine()
-    with pytest.raises(ctxstore.EmptyBranchError):
+    with pytest.raises(ctxstore.errors.EmptyBranchError):
         engine.btw()
-    with pytest.raises(ctxstore.EmptyBranchError):
+    with pytest.raises(ctxstore.errors.EmptyBranchError):
         engine.checkpoint("cp")
 
 
@@ -398,7 +391,7 @@ def test_switch_branch(make_engine: Any) -> None:
     assert (engine.branch, engine.head_message_id, engine.pending) == ("main", "u2", ())
     active = [b.name for b in make_engine.store.list_branches("c1") if b.is_active]
     assert active == ["main"]
-    with pytest.raises(ctxstore.BranchNotFoundError):
+    with pytest.raises(ctxstore.errors.BranchNotFoundError):
         engine.switch_branch("ghost")
 
 
@@ -417,7 +410,7 @@ def test_checkpoint_and_restore(make_engine: Any) -> None:
     assert info.head_message_id == moved.message_id
     assert engine.branch == info.name == "main-v2"
     assert contents(engine.resolve().messages) == ["q1", "a1", "q2", "a2"]
-    with pytest.raises(ctxstore.CheckpointNotFoundError):
+    with pytest.raises(ctxstore.errors.CheckpointNotFoundError):
         engine.restore("ghost")
 
 

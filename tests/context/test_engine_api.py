@@ -61,7 +61,7 @@ def test_an_engine_refuses_the_other_flavour_of_store() -> None:
 
     import ctxstore
 
-    with pytest.raises(ctxstore.ConfigurationError, match="connect_async"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="connect_async"):
         AsyncContextEngine(store=ctxstore.connect("memory://"), chat_id="c", user_id="u")  # type: ignore[arg-type]
-    with pytest.raises(ctxstore.ConfigurationError, match=r"connect\(\)"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match=r"connect\(\)"):
         ContextEngine(store=ctxstore.connect_async("memory://"), chat_id="c", user_id="u")  # type: ignore[arg-type]

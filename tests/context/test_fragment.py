@@ -13,7 +13,8 @@ from typing import Any
 
 import pytest
 
-from ctxstore import Fragment, ValidationError, fragment
+from ctxstore import Fragment, ValidationError
+from ctxstore.prompt import fragment
 from ctxstore.prompt.fragment import amaterialize, copy_fragment, is_lazy, materialize
 
 

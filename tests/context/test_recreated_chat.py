@@ -21,10 +21,10 @@ def test_an_old_engine_never_reads_or_writes_the_new_owners_chat(make_engine: An
     store.append(
         "c", "main", [{"role": "user", "content": "bob's private note"}], expected_head=None
     )
-    with pytest.raises(ctxstore.ChatReplacedError):
+    with pytest.raises(ctxstore.errors.ChatReplacedError):
         alice.resolve()
     alice.set(ctxstore.user("written into the wrong chat?"))
-    with pytest.raises(ctxstore.ChatReplacedError):
+    with pytest.raises(ctxstore.errors.ChatReplacedError):
         alice.save()
     contents = [m["message"]["content"] for m in store.load_branch("c").messages]
     assert contents == ["bob's private note"]

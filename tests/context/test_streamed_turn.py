@@ -14,9 +14,10 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore import StreamFailedError, StreamNotFoundError, role, user
+from ctxstore import role, user
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.protocol import Call, Operation
+from ctxstore.errors import StreamFailedError, StreamNotFoundError
 from tests.conftest import Clock
 from tests.support.facade import SyncOverAsync
 from tests.support.keyspace import raw_client
@@ -358,8 +359,8 @@ def test_a_reader_of_another_users_chat_is_refused(make_engine: Any, streams: Mo
 @pytest.mark.parametrize(
     ("stream_id", "after", "error"),
     [
-        ("1-0", None, ctxstore.InvalidIdError),
-        ("1-0.ABCDEF", None, ctxstore.InvalidIdError),
+        ("1-0", None, ctxstore.errors.InvalidIdError),
+        ("1-0.ABCDEF", None, ctxstore.errors.InvalidIdError),
         ("1-0.abcdef", "1-x", ctxstore.ValidationError),
         ("1-0.abcdef", "", ctxstore.ValidationError),
     ],
@@ -450,9 +451,11 @@ def test_writes_out_of_order_past_the_limit_or_after_the_end_are_refused(
         write(2)
     assert write(1) is True
     assert write(2) is True
-    with pytest.raises(ctxstore.LimitExceededError):
+    with pytest.raises(ctxstore.errors.LimitExceededError):
         write(3)
-    store.run(answer_stream.end_stream(state, "c1", stream_id, done=True, detail="m", keep_ms=9))
+    store.run(
+        answer_stream.end_stream(state, "c1", stream_id, done=True, detail="m", keep_ms=60_000)
+    )
     with pytest.raises(StreamFailedError, match="no longer live"):
         write(3)
     assert len(read_pieces(store, "c1", stream_id)) == 2
@@ -471,7 +474,7 @@ def test_a_chat_keeps_a_bounded_number_of_streams_and_trims_what_none_names(
     store = make_engine.store
     with pytest.raises(StreamNotFoundError):
         read_pieces(store, "c1", first.stream_id)
-    with pytest.raises(ctxstore.LimitExceededError):
+    with pytest.raises(ctxstore.errors.LimitExceededError):
         start(make_engine(), "And by boat?")  # two live at once: no room
     client = raw_client(backend)
     stream_key, _ = stream_keys(store)
@@ -492,11 +495,11 @@ def test_a_corrupt_stream_record_is_named_and_nothing_is_written(
     stream_key, state_key = stream_keys(store)
     client.hset(state_key, turn.stream_id, "not a record")
     entries = client.xlen(stream_key)
-    with pytest.raises(ctxstore.CorruptionError) as corrupt:
+    with pytest.raises(ctxstore.errors.CorruptionError) as corrupt:
         read_pieces(store, "c1", turn.stream_id)
     assert corrupt.value.details["key"] == state_key
     assert corrupt.value.details["field"] == turn.stream_id
-    with pytest.raises(ctxstore.CorruptionError):
+    with pytest.raises(ctxstore.errors.CorruptionError):
         start(engine, "And in winter?")
     assert client.xlen(stream_key) == entries
 
@@ -636,7 +639,7 @@ def test_a_turn_interrupted_midway_stops_its_stream_and_saves_nothing(
     engine.set(user(QUESTION))
     with engine.turn("reject"):
         turn = engine.stream_turn(MODEL, mock_response=ANSWER, title=False)
-        with pytest.raises(ctxstore.LeaseLostError):
+        with pytest.raises(ctxstore.errors.LeaseLostError):
             consume(turn, engine)
     assert len(taken) == 1
     assert taken[0].interrupted
@@ -655,7 +658,7 @@ def test_a_chat_deleted_while_its_answer_streams_ends_the_turn_and_leaves_nothin
     streams.on_chunk = lambda index: store.delete_chat("c1") if index == 2 else None
     engine.set(user(QUESTION))
     turn = engine.stream_turn(MODEL, mock_response=ANSWER, title=False)
-    with pytest.raises(ctxstore.ChatReplacedError):
+    with pytest.raises(ctxstore.errors.ChatReplacedError):
         consume(turn, engine)
     assert turn.state == "failed"
     assert snap() == {}

@@ -112,7 +112,7 @@ def test_interrupt_takes_over_and_the_old_turn_cannot_write(make_engine: Any, sn
             answer(new, "a2")
         old.set(ctxstore.assistant("late answer"))
         before = snap()
-        with pytest.raises(ctxstore.LeaseLostError) as caught:
+        with pytest.raises(ctxstore.errors.LeaseLostError) as caught:
             old.save()
         assert isinstance(caught.value, ctxstore.ConflictError)
         assert snap() == before
@@ -146,7 +146,7 @@ def test_an_expired_lease_taken_by_another_turn_is_lost(make_engine: Any, clock:
         with in_turn(next_turn, "reject") as taken:  # granted: the old lease expired
             assert not taken.interrupted
             ask(next_turn, "q2")
-        with pytest.raises(ctxstore.LeaseLostError):
+        with pytest.raises(ctxstore.errors.LeaseLostError):
             answer(slow, "a1")
     assert contents(make_engine.store) == ["q1", "q2"]
 
@@ -166,7 +166,7 @@ def test_every_write_of_a_lost_turn_is_refused(make_engine: Any, snap: Any) -> N
             lambda: old.update_chat(title="t"),
             lambda: old.track_usage({"input_tokens": 3}),
         ):
-            with pytest.raises(ctxstore.LeaseLostError):
+            with pytest.raises(ctxstore.errors.LeaseLostError):
                 write()
         assert snap() == before
 
@@ -181,7 +181,7 @@ def test_extend_runs_the_lease_on_and_fails_once_lost(make_engine: Any, clock: C
         assert turn.expires_at == extended
         with in_turn(other, "interrupt"):
             pass
-        with pytest.raises(ctxstore.LeaseLostError):
+        with pytest.raises(ctxstore.errors.LeaseLostError):
             turn.extend()
 
 
@@ -206,7 +206,7 @@ def test_turn_arguments_are_checked(make_engine: Any) -> None:
         engine.turn("queue")
     with in_turn(engine, lease=timedelta(seconds=5)) as turn:
         assert turn.expires_at > 0
-        with pytest.raises(ctxstore.ConfigurationError, match="nest"), in_turn(engine):
+        with pytest.raises(ctxstore.errors.ConfigurationError, match="nest"), in_turn(engine):
             pass
 
 

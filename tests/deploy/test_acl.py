@@ -47,7 +47,7 @@ def test_a_tenant_runs_every_operation_in_its_namespace(acl_server: servers.Redi
         "main",
         [{"role": "user", "content": "hi"}, {"role": "assistant", "content": "hello"}],
         expected_head=None,
-        compaction=ctxstore.CompactionTrigger(soft_tokens=1),
+        compaction=ctxstore.models.CompactionTrigger(soft_tokens=1),
     )
     assert first.compaction_job is not None
     store.update_chat("c1", title="Plans")
@@ -154,7 +154,7 @@ def test_a_tenant_may_wait_for_its_writes(acl_server: servers.RedisProcess) -> N
         durability="replica",
         durability_timeout=0.1,
     )
-    with pytest.raises(ctxstore.DurabilityError):
+    with pytest.raises(ctxstore.errors.DurabilityError):
         store.upsert_chat("durable", "alice")
     assert store.get_chat("durable").user_id == "alice"
     store.close()

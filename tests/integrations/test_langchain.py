@@ -242,11 +242,11 @@ def test_sync_methods(sync_store: ctxstore.Store) -> None:
 async def test_sync_methods_on_an_async_store_are_refused(backend: str, namespace: str) -> None:
     store = ctxstore.connect_async(backend, namespace=namespace)
     history = CtxStoreChatMessageHistory("chat-1", user_id=USER, store=store)
-    with pytest.raises(ctxstore.ConfigurationError, match="async"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="async"):
         history.add_messages([HumanMessage("x")])
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         _ = history.messages
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         history.clear()
     assert await history.aget_messages() == []  # nothing was written
     await store.close()
@@ -288,7 +288,7 @@ async def test_bad_input_and_other_users(any_store: Any) -> None:
     with pytest.raises(ctxstore.PermissionDeniedError):
         await intruder.aclear()
     assert texts(await history.aget_messages()) == [("HumanMessage", "mine")]
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         CtxStoreChatMessageHistory("chat-1", user_id=USER, store=any_store, url="memory://")
 
 

@@ -306,13 +306,13 @@ async def test_bad_items_and_arguments_are_refused_before_any_write(
     with pytest.raises(ctxstore.ValidationError):
         await session.get_items(limit="2")  # type: ignore[arg-type]
     assert contents(stored(twin)) == ["ok"]
-    with pytest.raises(ctxstore.InvalidIdError):
+    with pytest.raises(ctxstore.errors.InvalidIdError):
         CtxStoreSession("a{b}", user_id=USER, store=any_store)
-    with pytest.raises(ctxstore.InvalidIdError):
+    with pytest.raises(ctxstore.errors.InvalidIdError):
         CtxStoreSession("chat-1", user_id="", store=any_store)
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         CtxStoreSession("chat-1", user_id=USER, store=any_store, url="memory://")
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         CtxStoreSession("chat-1", user_id=USER, store="redis://x")  # type: ignore[arg-type]
 
 

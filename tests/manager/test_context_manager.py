@@ -10,7 +10,8 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore import ContextManager, count_tokens, is_context_summary
+from ctxstore import ContextManager
+from ctxstore.messages import count_tokens, is_context_summary
 from ctxstore.messages.summaries import summary_section
 
 
@@ -36,9 +37,9 @@ def manager(**options: Any) -> ContextManager:
 def test_the_window_comes_from_litellms_map_offline() -> None:
     assert ContextManager(model="gpt-4o").max_tokens == 128_000
     assert ContextManager(model="gpt-4o", max_tokens=5000).max_tokens == 5000
-    with pytest.raises(ctxstore.ConfigurationError, match="max_tokens"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="max_tokens"):
         ContextManager(model="someone/unknown-model")
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         ContextManager()
 
 
@@ -56,7 +57,7 @@ def test_the_window_comes_from_litellms_map_offline() -> None:
     ],
 )
 def test_bad_settings_are_configuration_errors(options: dict[str, Any]) -> None:
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         manager(**options)
 
 
@@ -159,7 +160,7 @@ def test_async_summarizers_and_the_async_form() -> None:
     cm = manager(compactify=summarize, min_recent_messages=2)
     result = asyncio.run(cm.acompactify(turns(6)))
     assert result[0]["content"] == "4 summarized"
-    with pytest.raises(ctxstore.ConfigurationError, match="acompactify"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="acompactify"):
         cm.compactify(turns(6))
 
 
@@ -177,7 +178,7 @@ def test_litellm_writes_the_summary_with_mock_response() -> None:
 def test_no_summarizer_is_a_clear_error_when_one_is_needed() -> None:
     cm = ContextManager(max_tokens=1000, response_reserve=10)
     assert cm.compactify(turns(2)) == turns(2)  # nothing to summarize: no error
-    with pytest.raises(ctxstore.ConfigurationError, match="summary_model"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="summary_model"):
         cm.compactify(turns(10))
 
 

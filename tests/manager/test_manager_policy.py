@@ -12,7 +12,8 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore import ContextManager, count_tokens, is_context_summary
+from ctxstore import ContextManager
+from ctxstore.messages import count_tokens, is_context_summary
 from ctxstore.messages.summaries import SUMMARY_CLOSE, SUMMARY_OPEN
 from ctxstore.messages.usage import normalize_usage
 from ctxstore.window.summarizer import MERGE_PROMPT
@@ -130,12 +131,12 @@ def test_camel_case_usage_of_the_js_sdks() -> None:
     ],
 )
 def test_more_bad_settings(options: dict[str, Any]) -> None:
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         manager(**options)
 
 
 def test_an_unknown_summary_model_fails_at_construction_unless_its_window_is_given() -> None:
-    with pytest.raises(ctxstore.ConfigurationError, match="summary_max_tokens"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="summary_max_tokens"):
         ContextManager(max_tokens=1000, response_reserve=10, summary_model="nobody/model-x")
     cm = ContextManager(
         max_tokens=1000,
@@ -251,7 +252,7 @@ def test_an_async_summarizer_in_the_sync_call_is_refused_before_it_runs() -> Non
             return "never"
 
     for function in (summarize, AsyncCallable()):
-        with pytest.raises(ctxstore.ConfigurationError, match="acompactify"):
+        with pytest.raises(ctxstore.errors.ConfigurationError, match="acompactify"):
             manager(compactify=function, min_recent_messages=1).compactify(turns(4))
     assert started == []
 
@@ -284,7 +285,7 @@ async def test_sync_and_async_compactions_give_the_same_list() -> None:
 
 async def test_no_summarizer_is_an_error_async_too() -> None:
     cm = ContextManager(max_tokens=1000, response_reserve=10)
-    with pytest.raises(ctxstore.ConfigurationError, match="compactify="):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="compactify="):
         await cm.acompactify(turns(10))
 
 

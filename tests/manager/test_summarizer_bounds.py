@@ -126,7 +126,7 @@ def test_a_prompt_that_leaves_no_room_is_a_configuration_error() -> None:
     summarizer = LiteLLMSummarizer(
         "gpt-4o", prompt="long " * 400, max_input_tokens=600, summary_tokens=100
     )
-    with pytest.raises(ctxstore.ConfigurationError, match="half"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="half"):
         summarizer.summarize(history(2))
 
 
@@ -177,5 +177,5 @@ def test_tool_calls_and_names_appear_in_the_transcript() -> None:
     ],
 )
 def test_bad_summarizer_settings(options: dict[str, Any]) -> None:
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         LiteLLMSummarizer("gpt-4o", **options)

@@ -27,7 +27,7 @@ def test_unreachable_redis_is_backend_unavailable_with_the_cause() -> None:
     with pytest.raises(ctxstore.BackendUnavailableError) as caught:
         store.get_chat("c1")
     assert isinstance(caught.value.__cause__, redis.ConnectionError)
-    assert isinstance(caught.value, ctxstore.BackendError)
+    assert isinstance(caught.value, ctxstore.errors.BackendError)
 
 
 def test_unreachable_redis_async() -> None:
@@ -61,7 +61,7 @@ def test_a_cluster_node_reached_without_cluster_mode_says_so(
         except ctxstore.CtxStoreError as error:
             errors.append(error)
     store.close()
-    moved = [e for e in errors if isinstance(e, ctxstore.ConfigurationError)]
+    moved = [e for e in errors if isinstance(e, ctxstore.errors.ConfigurationError)]
     assert moved
     assert "redis+cluster://" in str(moved[0])
 
@@ -196,9 +196,9 @@ def test_url_from_environment_and_memory_fallback(
 
 
 def test_unsupported_scheme() -> None:
-    with pytest.raises(ctxstore.ConfigurationError, match="scheme"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="scheme"):
         ctxstore.connect("mongodb://localhost")
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         ctxstore.connect("redis://localhost", decode_responses=True)
 
 
@@ -236,14 +236,14 @@ def test_clients_that_cannot_serve_a_store_are_refused(
     redis_server: servers.RedisProcess,
 ) -> None:
     decoding = redis.Redis(port=redis_server.port, decode_responses=True)
-    with pytest.raises(ctxstore.ConfigurationError, match="decode_responses"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="decode_responses"):
         ctxstore.connect(decoding)
     async_client = redis.asyncio.Redis(port=redis_server.port)
-    with pytest.raises(ctxstore.ConfigurationError, match="sync"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="sync"):
         ctxstore.connect(async_client)
-    with pytest.raises(ctxstore.ConfigurationError, match="async"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="async"):
         ctxstore.connect_async(redis.Redis(port=redis_server.port))
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         ctxstore.connect(object())
     decoding.close()
 

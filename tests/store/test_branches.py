@@ -53,14 +53,14 @@ def test_empty_branch_without_a_start_message(store: Any, chat: str) -> None:
 
 def test_explicit_name_that_exists_is_a_conflict(store: Any, chat: str, snap: Any) -> None:
     before = snap()
-    with pytest.raises(ctxstore.BranchExistsError, match="main"):
+    with pytest.raises(ctxstore.errors.BranchExistsError, match="main"):
         store.create_branch(chat, "m1", name="main")
     assert snap() == before
 
 
 def test_branch_at_unknown_message_is_not_found(store: Any, chat: str, snap: Any) -> None:
     before = snap()
-    with pytest.raises(ctxstore.MessageNotFoundError, match="ghost"):
+    with pytest.raises(ctxstore.errors.MessageNotFoundError, match="ghost"):
         store.create_branch(chat, "ghost")
     assert snap() == before
     with pytest.raises(ctxstore.ChatNotFoundError):
@@ -82,9 +82,9 @@ def test_list_branches_in_creation_order_with_chain_lengths(store: Any, chat: st
 
 
 def test_get_and_activate_unknown_branch(store: Any, chat: str) -> None:
-    with pytest.raises(ctxstore.BranchNotFoundError):
+    with pytest.raises(ctxstore.errors.BranchNotFoundError):
         store.get_branch(chat, "ghost")
-    with pytest.raises(ctxstore.BranchNotFoundError):
+    with pytest.raises(ctxstore.errors.BranchNotFoundError):
         store.set_active_branch(chat, "ghost")
     assert store.get_chat(chat).active_branch == "main"
 

@@ -97,7 +97,7 @@ def test_metadata_must_be_a_mapping_of_string_keys(store: Any) -> None:
     store.upsert_chat("c1", "alice")
     with pytest.raises(ctxstore.ValidationError):
         store.update_chat("c1", metadata=["not", "a", "mapping"])
-    with pytest.raises(ctxstore.InvalidIdError):
+    with pytest.raises(ctxstore.errors.InvalidIdError):
         store.update_chat("c1", metadata={"": 1})
 
 

@@ -32,14 +32,14 @@ def test_delete(store: Any, chat: str) -> None:
     store.upsert_checkpoint(chat, "cp", "m1")
     assert store.delete_checkpoint(chat, "cp") is True
     assert store.delete_checkpoint(chat, "cp") is False
-    with pytest.raises(ctxstore.CheckpointNotFoundError, match="cp"):
+    with pytest.raises(ctxstore.errors.CheckpointNotFoundError, match="cp"):
         store.get_checkpoint(chat, "cp")
     assert store.get_message(chat, "m1")["message"]["content"] == "a"
 
 
 def test_checkpoint_of_unknown_message_or_chat(store: Any, chat: str, snap: Any) -> None:
     before = snap()
-    with pytest.raises(ctxstore.MessageNotFoundError):
+    with pytest.raises(ctxstore.errors.MessageNotFoundError):
         store.upsert_checkpoint(chat, "cp", "ghost")
     assert snap() == before
     with pytest.raises(ctxstore.ChatNotFoundError):

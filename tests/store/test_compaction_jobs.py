@@ -125,7 +125,7 @@ def test_no_trigger_no_job(jstore: tuple[Any, Clock], backend: str) -> None:
 
 @pytest.mark.parametrize("bad", [-1, 1.5, True])
 def test_bad_triggers_are_refused(bad: Any) -> None:
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         CompactionTrigger(soft_tokens=bad)
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         CompactionTrigger(soft_tokens=1, job_ttl_ms=bad)

@@ -615,7 +615,7 @@ def _outcome(store: Any, chat: Chat, case: Case, name: str) -> str | None:
     store.clear_cache()
     try:
         OPS[name].run(store, chat)
-    except ctxstore.CorruptionError as error:
+    except ctxstore.errors.CorruptionError as error:
         key = chat.keys.key(case.key)
         named = error.details.get("key") == key and key in str(error)
         if case.field is not None:
@@ -751,7 +751,7 @@ def test_the_scripts_accept_exactly_the_metadata_the_reader_decodes(
             try:
                 call()
                 outcomes.append(True)
-            except ctxstore.CorruptionError:
+            except ctxstore.errors.CorruptionError:
                 outcomes.append(False)
         after = snapshot_of(client, f"ctx:{namespace}")
         if not readable and _changed(before, after, "cluster" in backend):
@@ -774,7 +774,7 @@ def test_an_empty_owner_or_incarnation_is_corrupt(
         lambda: store.update_chat(CHAT, metadata={"k": 1}),
         lambda: store.append(CHAT, "main", [user("x")], expected_head=None),
     ):
-        with pytest.raises(ctxstore.CorruptionError) as caught:
+        with pytest.raises(ctxstore.errors.CorruptionError) as caught:
             call()
         assert caught.value.details["key"] == key
         assert caught.value.details["field"] == field
@@ -789,7 +789,7 @@ def test_a_reply_no_parser_expected_is_a_corruption_error_naming_the_key() -> No
         return value
 
     exchange = Exchange(operation())
-    with pytest.raises(ctxstore.CorruptionError) as caught:
+    with pytest.raises(ctxstore.errors.CorruptionError) as caught:
         exchange.respond([b"not a number"])
     assert caught.value.details["key"] == "ctx:k"
     assert "ctx:k" in str(caught.value)

@@ -129,7 +129,7 @@ def test_every_acknowledged_durable_write_survives_a_failover_that_loses_the_oth
         lost = plain.append(
             "c1", "main", [user("acknowledged, never replicated")], expected_head=head
         )
-        with pytest.raises(ctxstore.DurabilityError) as refused:
+        with pytest.raises(ctxstore.errors.DurabilityError) as refused:
             durable.append(
                 "c1", "main", [user("not acknowledged")], expected_head=lost.head_message_id
             )
@@ -176,7 +176,7 @@ def test_a_write_the_replica_does_not_confirm_is_a_durability_error_and_exists_o
     head = durable.append("c1", "main", [user("confirmed")], expected_head=None)
     with replica_stopped(pair):
         started = time.monotonic()
-        with pytest.raises(ctxstore.DurabilityError) as raised:
+        with pytest.raises(ctxstore.errors.DurabilityError) as raised:
             durable.append("c1", "main", [user("unconfirmed")], expected_head=head.head_message_id)
         waited = time.monotonic() - started
     error = raised.value
@@ -186,7 +186,7 @@ def test_a_write_the_replica_does_not_confirm_is_a_durability_error_and_exists_o
     assert "may or may not survive a failover" in message
     assert "may exist" in message
     assert error.details["chat_id"] == "c1"
-    assert isinstance(error, ctxstore.BackendError)
+    assert isinstance(error, ctxstore.errors.BackendError)
     exists = plain.load_branch("c1")
     assert [item["message"]["content"] for item in exists.messages] == ["confirmed", "unconfirmed"]
     assert exists.branch.head_message_id == error.result.head_message_id
@@ -198,9 +198,9 @@ def test_opening_an_existing_chat_is_not_a_write_but_creating_one_is(
     durable.upsert_chat("c1", "alice")
     with replica_stopped(pair):
         assert durable.open_chat("c1", "alice").created is False  # nothing written, no error
-        with pytest.raises(ctxstore.DurabilityError):
+        with pytest.raises(ctxstore.errors.DurabilityError):
             durable.open_chat("c1", "alice", {"plan": "pro"})  # merging metadata writes
-        with pytest.raises(ctxstore.DurabilityError) as raised:
+        with pytest.raises(ctxstore.errors.DurabilityError) as raised:
             durable.upsert_chat("c2", "alice")
     assert raised.value.result.user_id == "alice"
     assert plain.get_chat("c1").metadata == {"plan": "pro"}
@@ -221,7 +221,7 @@ def test_an_engine_whose_save_was_not_confirmed_has_saved(
     engine.set(ctxstore.user("first"))
     engine.save()
     engine.set(ctxstore.user("second"))
-    with replica_stopped(pair), pytest.raises(ctxstore.DurabilityError):
+    with replica_stopped(pair), pytest.raises(ctxstore.errors.DurabilityError):
         engine.save()
     engine.save()  # nothing pending: saving again does not write the message twice
     contents = [item["message"]["content"] for item in plain.load_branch("c1").messages]
@@ -293,7 +293,7 @@ READS: dict[str, Action] = {
 
 
 def _read_a_missing_stream(store: Any) -> None:
-    with pytest.raises(ctxstore.StreamNotFoundError):
+    with pytest.raises(ctxstore.errors.StreamNotFoundError):
         read_pieces(store, "c1", "1-0.abcdef")
 
 
@@ -351,7 +351,7 @@ def test_the_compaction_lease_and_a_job_enqueued_after_the_reply_wait_too(
     assert taken
     assert given
     assert _waits_follow_writes(wire.commands) == 2
-    trigger = ctxstore.CompactionTrigger(soft_tokens=1)
+    trigger = ctxstore.models.CompactionTrigger(soft_tokens=1)
     with trace_wire() as wire:
         run(jobs.enqueue_compaction(durable.state, "c1", "main", "job-1", trigger))
     assert wire.commands == ["XADD", "WAIT"]
@@ -386,7 +386,7 @@ def test_aof_on_a_server_without_waitaof_is_a_configuration_error_before_any_wri
     """WAITAOF needs Redis 7.2 and appendonly yes; the test server has neither."""
     store = open_store(shell, redis_server.url, loop_thread, namespace=namespace, durability="aof")
     for _attempt in range(2):  # a refused check is not remembered as passed
-        with pytest.raises(ctxstore.ConfigurationError, match="WAITAOF") as raised:
+        with pytest.raises(ctxstore.errors.ConfigurationError, match="WAITAOF") as raised:
             store.upsert_chat("c1", "alice")
         assert "7.2" in str(raised.value)
     close_store(store, loop_thread)
@@ -400,7 +400,7 @@ def test_durability_on_a_replica_is_a_configuration_error(
     pair: servers.ReplicaPair, namespace: str
 ) -> None:
     store = ctxstore.connect(pair.replica.url, namespace=namespace, durability="replica")
-    with pytest.raises(ctxstore.ConfigurationError, match="must be a primary"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="must be a primary"):
         store.get_chat("c1")
     store.close()
 
@@ -437,7 +437,7 @@ def test_on_a_cluster_the_wait_goes_to_the_chats_node(
     owner = seed.get_node_from_key(chat_key).port
     seed.close()
     before = {node.port: _wait_calls(node) for node in redis_cluster.nodes}
-    with pytest.raises(ctxstore.DurabilityError):
+    with pytest.raises(ctxstore.errors.DurabilityError):
         store.upsert_chat("c1", "alice")
     after = {node.port: _wait_calls(node) for node in redis_cluster.nodes}
     waits = {port: after[port] - before[port] for port in after}

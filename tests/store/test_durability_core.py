@@ -11,9 +11,10 @@ import redis
 from redis.exceptions import NoScriptError, ResponseError
 
 import ctxstore
-from ctxstore._core.durability import Durability, durability_setting
+from ctxstore._core.durability import Durability, durability_of
 from ctxstore._core.protocol import Call, Exchange, Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
+from ctxstore.settings import Settings
 
 REPLICA = Durability("replica", 250)
 AOF = Durability("aof", 250)
@@ -52,7 +53,7 @@ def test_aof_waits_for_the_local_fsync_and_reads_its_pair_reply() -> None:
     short = Exchange(write_then_read([]), AOF)
     short.respond([b"OK", [0, 1]])  # a replica has it, the primary's own file does not
     short.respond([b"v"])
-    with pytest.raises(ctxstore.DurabilityError, match="fsync"):
+    with pytest.raises(ctxstore.errors.DurabilityError, match="fsync"):
         short.result  # noqa: B018
 
 
@@ -63,10 +64,10 @@ def test_a_wait_that_falls_short_lets_the_operation_finish_then_raises_with_its_
     exchange.respond([b"v"])  # the later steps still run: the write exists on the primary
     assert exchange.done
     assert log == ["written b'OK'", "read b'v'"]
-    with pytest.raises(ctxstore.DurabilityError) as raised:
+    with pytest.raises(ctxstore.errors.DurabilityError) as raised:
         exchange.result  # noqa: B018
     error = raised.value
-    assert isinstance(error, ctxstore.BackendError)
+    assert isinstance(error, ctxstore.errors.BackendError)
     assert error.result == "done b'v'"
     assert "applied on the primary" in str(error)
     assert "may or may not survive a failover" in str(error)
@@ -78,7 +79,7 @@ def test_a_wait_that_fails_is_a_durability_error_caused_by_it() -> None:
     refusal = ResponseError("WAIT cannot be used with replica instances")
     exchange.respond([b"OK", refusal])
     exchange.respond([b"v"])
-    with pytest.raises(ctxstore.DurabilityError) as raised:
+    with pytest.raises(ctxstore.errors.DurabilityError) as raised:
         exchange.result  # noqa: B018
     assert raised.value.__cause__ is refusal
 
@@ -89,7 +90,7 @@ def test_a_refused_write_wrote_nothing_so_its_wait_is_not_judged() -> None:
     def refused() -> Operation[str]:
         try:
             yield command_call(("SET", "k", "v"), keys=("k",), writes=True)
-        except ctxstore.BackendError as error:
+        except ctxstore.errors.BackendError as error:
             log.append(type(error).__name__)
         return "handled"
 
@@ -112,7 +113,7 @@ def test_a_call_that_says_it_did_not_write_is_not_judged() -> None:
 
     created = Exchange(creation(True), REPLICA)
     created.respond([b"OK", 0])
-    with pytest.raises(ctxstore.DurabilityError):
+    with pytest.raises(ctxstore.errors.DurabilityError):
         created.result  # noqa: B018
 
 
@@ -133,7 +134,7 @@ def test_a_script_resent_after_noscript_is_waited_for_again() -> None:
     again = exchange.request()
     assert [command[0] for command in again] == ["EVAL", "WAIT"]
     exchange.respond([1, 0])
-    with pytest.raises(ctxstore.DurabilityError) as raised:
+    with pytest.raises(ctxstore.errors.DurabilityError) as raised:
         exchange.result  # noqa: B018
     assert raised.value.result is True
 
@@ -143,13 +144,13 @@ def test_a_script_resent_after_noscript_is_waited_for_again() -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "REPLICA", "", 1, True])
 def test_an_unknown_durability_is_refused(mode: object) -> None:
-    with pytest.raises(ctxstore.ConfigurationError, match="durability must be"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="durability must be"):
         ctxstore.connect("redis://127.0.0.1:1", durability=mode)  # type: ignore[arg-type]
 
 
 @pytest.mark.parametrize("timeout", [0, -1, 0.0, float("nan"), float("inf"), True, "1", None])
 def test_a_bad_durability_timeout_is_refused(timeout: object) -> None:
-    with pytest.raises(ctxstore.ConfigurationError, match="durability_timeout"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="durability_timeout"):
         ctxstore.connect(
             "redis://127.0.0.1:1",
             durability="replica",
@@ -158,14 +159,14 @@ def test_a_bad_durability_timeout_is_refused(timeout: object) -> None:
 
 
 def test_the_wait_must_end_before_the_socket_times_out() -> None:
-    with pytest.raises(ctxstore.ConfigurationError, match="shorter than socket_timeout"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="shorter than socket_timeout"):
         ctxstore.connect("redis://127.0.0.1:1", durability="replica", durability_timeout=5.0)
-    with pytest.raises(ctxstore.ConfigurationError, match="shorter than socket_timeout"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="shorter than socket_timeout"):
         ctxstore.connect_async(
             "redis://127.0.0.1:1", durability="aof", durability_timeout=2, socket_timeout=2
         )
     client = redis.Redis(port=1, socket_timeout=0.5)
-    with pytest.raises(ctxstore.ConfigurationError, match=r"socket_timeout \(0.5 s\)"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match=r"socket_timeout \(0.5 s\)"):
         ctxstore.connect(client, durability="replica")
     client.close()
     longer = ctxstore.connect(
@@ -189,15 +190,16 @@ def test_the_default_is_no_durability_and_one_second() -> None:
     assert durable.state.check_durability  # checked at the first operation
     plain.close()
     durable.close()
-    assert durability_setting("aof", 0.0004, None) == Durability("aof", 1)
+    tiny = Settings(durability="aof", durability_timeout=0.0004)
+    assert durability_of(tiny, None) == Durability("aof", 1)
 
 
 def test_the_embedded_store_refuses_durability() -> None:
     for mode in ("replica", "aof"):
-        with pytest.raises(ctxstore.ConfigurationError, match="memory://"):
+        with pytest.raises(ctxstore.errors.ConfigurationError, match="memory://"):
             ctxstore.connect("memory://", durability=mode)  # type: ignore[arg-type]
-        with pytest.raises(ctxstore.ConfigurationError, match="memory://"):
+        with pytest.raises(ctxstore.errors.ConfigurationError, match="memory://"):
             ctxstore.connect_async("memory://shared-name", durability=mode)  # type: ignore[arg-type]
-    with pytest.raises(ctxstore.ConfigurationError, match="memory://"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="memory://"):
         ctxstore.connect(fakeredis.FakeRedis(), durability="replica")
     assert ctxstore.connect("memory://", durability=None).state.durability is None

@@ -284,7 +284,7 @@ def test_an_export_of_a_chat_deleted_meanwhile_is_refused(store: Any) -> None:
     assert next(exported)["type"] == "chat"
     store.delete_chat("c1")
     store.upsert_chat("c1", "alice")
-    with pytest.raises(ctxstore.ChatReplacedError):
+    with pytest.raises(ctxstore.errors.ChatReplacedError):
         next(exported)
 
 

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from ctxstore._core import ids
+from ctxstore._base import ids
 from ctxstore._core.format import chat, fields, jobs, records, summaries, tokens
 from ctxstore._core.scripts import script_dir
 from ctxstore.messages import usage

@@ -40,7 +40,7 @@ def test_graph_holds_messages_branches_and_checkpoints(store: Any) -> None:
     )
     store.upsert_checkpoint("c1", "start", "m1")
     graph = store.get_graph("c1")
-    assert isinstance(graph, ctxstore.ChatGraph)
+    assert isinstance(graph, ctxstore.models.ChatGraph)
     assert graph.chat.id == "c1"
     nodes = {node.id: node for node in graph.messages}
     assert graph.messages[0].id == "m1"
@@ -72,6 +72,6 @@ def test_graph_size_is_bounded(backend: str, namespace: str) -> None:
     store.append(
         "c1", "main", [{"role": "user", "content": str(i)} for i in range(4)], expected_head=None
     )
-    with pytest.raises(ctxstore.LimitExceededError):
+    with pytest.raises(ctxstore.errors.LimitExceededError):
         store.get_graph("c1")
     store.close()

@@ -13,9 +13,9 @@ import ctxstore
 
 @pytest.mark.parametrize("bad", ["a\ud800b", "a\u0085b", "a\u009bb", "x\x7fy"])
 def test_ids_with_surrogates_or_control_characters_are_invalid(store: Any, bad: str) -> None:
-    with pytest.raises(ctxstore.InvalidIdError):
+    with pytest.raises(ctxstore.errors.InvalidIdError):
         store.upsert_chat(bad, "alice")
-    with pytest.raises(ctxstore.InvalidIdError):
+    with pytest.raises(ctxstore.errors.InvalidIdError):
         store.upsert_chat("c1", bad)
     assert store.list_chats() == []
 
@@ -26,16 +26,16 @@ def test_ids_with_surrogates_or_control_characters_are_invalid(store: Any, bad: 
 )
 def test_payloads_that_would_not_read_back_are_refused(store: Any, content: Any) -> None:
     store.upsert_chat("c1", "alice")
-    with pytest.raises(ctxstore.UnserializablePayloadError):
+    with pytest.raises(ctxstore.errors.UnserializablePayloadError):
         store.append("c1", "main", [{"role": "user", "content": content}], expected_head=None)
     assert store.load_branch("c1").messages == []  # nothing stored, reads still work
 
 
 def test_metadata_that_would_not_read_back_is_refused(store: Any) -> None:
     store.upsert_chat("c1", "alice")
-    with pytest.raises(ctxstore.UnserializablePayloadError):
+    with pytest.raises(ctxstore.errors.UnserializablePayloadError):
         store.update_chat("c1", metadata={"m": {(1, 2): 3}})
-    with pytest.raises(ctxstore.UnserializablePayloadError):
+    with pytest.raises(ctxstore.errors.UnserializablePayloadError):
         store.append(
             "c1",
             "main",

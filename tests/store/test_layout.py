@@ -82,7 +82,9 @@ def test_the_cache_never_serves_a_chat_deleted_and_created_again(
     assert contents(new) == ["bob's", "b2", "b3"]
     assert not {item["id"] for item in old} & {item["id"] for item in new}
     assert reader.get_chain("c1", new[-1]["id"]) == new
-    with pytest.raises(ctxstore.MessageNotFoundError):  # an id of the old chat means nothing now
+    with pytest.raises(
+        ctxstore.errors.MessageNotFoundError
+    ):  # an id of the old chat means nothing now
         reader.get_chain("c1", old[-1]["id"])
     reader.close()
     writer.close()
@@ -99,10 +101,10 @@ def test_an_engine_that_knew_a_deleted_chat_touches_nothing_of_the_new_one(
     other.delete_chat("c1")
     other.upsert_chat("c1", "bob")
     other.append("c1", "main", [user("bob's private message")], expected_head=None)
-    with pytest.raises(ctxstore.ChatReplacedError):
+    with pytest.raises(ctxstore.errors.ChatReplacedError):
         alice.resolve()
     alice.set(ctxstore.user("more"))
-    with pytest.raises(ctxstore.ChatReplacedError):
+    with pytest.raises(ctxstore.errors.ChatReplacedError):
         alice.save()
     assert contents(other.load_branch("c1").messages) == ["bob's private message"]
     store.close()
@@ -155,7 +157,7 @@ def test_a_chat_replaced_between_the_chunks_of_a_read_is_an_error(namespace: str
     store.delete_chat("c1")
     store.upsert_chat("c1", "bob")
     fill(store, "c1", 10)
-    with pytest.raises(ctxstore.ChatReplacedError):
+    with pytest.raises(ctxstore.errors.ChatReplacedError):
         exchange.respond(store._send(exchange.request()))  # the chunks
     store.close()
 
@@ -225,7 +227,7 @@ def test_a_cache_bound_of_zero_keeps_nothing_and_a_small_one_evicts(namespace: s
         small.load_branch(chat)
     assert 0 < small.state.cache.size <= 12_000
     assert small.state.cache.lookup("c2", "branch:") is None  # the oldest went first
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         ctxstore.connect(url, cache_bytes=-1)
 
 
@@ -254,7 +256,7 @@ def test_ids_are_never_reused_when_redis_loses_acknowledged_writes(
     assert contents(reader.load_branch("c1").messages) == ["hello", "hi", "new"]
     with pytest.raises(ctxstore.HeadConflictError):  # a writer that saw the lost message
         writer.append("c1", "main", [user("x")], expected_head=lost.head_message_id)
-    with pytest.raises(ctxstore.MessageNotFoundError):
+    with pytest.raises(ctxstore.errors.MessageNotFoundError):
         writer.get_message("c1", lost.head_message_id)
     reader.close()
     writer.close()
@@ -310,7 +312,7 @@ def test_an_open_refused_for_its_chain_length_writes_nothing(store: Any, snap: A
     store.upsert_chat("c1", "alice")
     store.append("c1", "main", [user("a"), user("b")], expected_head=None)
     before = snap()
-    with pytest.raises(ctxstore.LimitExceededError):
+    with pytest.raises(ctxstore.errors.LimitExceededError):
         store.open_chat("c1", "alice", {"k": 1}, load=True, max_depth=1)
     assert snap() == before
 

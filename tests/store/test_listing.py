@@ -21,7 +21,7 @@ def test_newest_update_first_with_counts(store: Any) -> None:
     store.append("c00", "main", [{"role": "user", "content": "x"}] * 1, expected_head=None)
     listed = store.list_chats()
     assert [chat.id for chat in listed] == ["c00", "c02", "c01"]
-    assert all(isinstance(chat, ctxstore.ChatInfo) for chat in listed)
+    assert all(isinstance(chat, ctxstore.models.ChatInfo) for chat in listed)
     assert [(c.message_count, c.branch_count) for c in listed] == [(1, 1), (0, 1), (0, 1)]
     assert [c.updated_at for c in listed] == sorted((c.updated_at for c in listed), reverse=True)
 

@@ -64,11 +64,11 @@ def _append(
 
 
 FAILING_WRITES: dict[str, tuple[Callable[[Any], Any], type[Exception]]] = {
-    "append to an unknown branch": (_append(branch="nope"), ctxstore.BranchNotFoundError),
+    "append to an unknown branch": (_append(branch="nope"), ctxstore.errors.BranchNotFoundError),
     "append on a stale head": (_append(expected_head=None), ctxstore.HeadConflictError),
     "append an existing message": (
         _append(messages=[ctxstore.NewMessage(USER_MESSAGE, id="m1")]),
-        ctxstore.MessageExistsError,
+        ctxstore.errors.MessageExistsError,
     ),
     "append as another user": (_append(user_id="mallory"), ctxstore.PermissionDeniedError),
     "update another user's chat": (
@@ -85,23 +85,23 @@ FAILING_WRITES: dict[str, tuple[Callable[[Any], Any], type[Exception]]] = {
     ),
     "create an existing branch": (
         lambda store: store.create_branch("c0", "m1", name="main"),
-        ctxstore.BranchExistsError,
+        ctxstore.errors.BranchExistsError,
     ),
     "branch from an unknown message": (
         lambda store: store.create_branch("c0", "nope"),
-        ctxstore.MessageNotFoundError,
+        ctxstore.errors.MessageNotFoundError,
     ),
     "branch from an unknown checkpoint": (
         lambda store: store.branch_from_checkpoint("c0", "nope"),
-        ctxstore.CheckpointNotFoundError,
+        ctxstore.errors.CheckpointNotFoundError,
     ),
     "activate an unknown branch": (
         lambda store: store.set_active_branch("c0", "nope"),
-        ctxstore.BranchNotFoundError,
+        ctxstore.errors.BranchNotFoundError,
     ),
     "checkpoint an unknown message": (
         lambda store: store.upsert_checkpoint("c0", "cp2", "nope"),
-        ctxstore.MessageNotFoundError,
+        ctxstore.errors.MessageNotFoundError,
     ),
     "add usage as another user": (
         lambda store: store.add_usage("c0", {"input_tokens": 1}, user_id="mallory"),
@@ -109,7 +109,7 @@ FAILING_WRITES: dict[str, tuple[Callable[[Any], Any], type[Exception]]] = {
     ),
     "summarize an unknown message": (
         lambda store: store.write_summary("c0", "nope", "summary"),
-        ctxstore.MessageNotFoundError,
+        ctxstore.errors.MessageNotFoundError,
     ),
     "delete another user's chat": (
         lambda store: store.delete_chat("c0", user_id="mallory"),

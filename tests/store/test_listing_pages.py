@@ -55,16 +55,16 @@ def test_pages_hold_every_chat_once_in_listing_order(store: Any, limit: int) -> 
 
 def test_an_empty_listing_is_one_page_without_a_cursor(store: Any) -> None:
     page = store.list_chats_page()
-    assert page == ctxstore.ChatPage(chats=(), next_cursor=None, skipped=())
+    assert page == ctxstore.models.ChatPage(chats=(), next_cursor=None, skipped=())
     assert store.list_chats_page(user_id="nobody", limit=1).next_cursor is None
 
 
 def test_a_page_is_a_frozen_dataclass_of_chat_infos(store: Any) -> None:
     make_chats(store, 2)
     page = store.list_chats_page(limit=1)
-    assert isinstance(page, ctxstore.ChatPage)
+    assert isinstance(page, ctxstore.models.ChatPage)
     assert isinstance(page.chats, tuple)
-    assert all(isinstance(chat, ctxstore.ChatInfo) for chat in page.chats)
+    assert all(isinstance(chat, ctxstore.models.ChatInfo) for chat in page.chats)
     assert isinstance(page.next_cursor, str)
     with pytest.raises(AttributeError):
         page.next_cursor = None  # type: ignore[misc]

@@ -68,7 +68,7 @@ def test_engine_stores_fragment_metadata_and_never_sends_it(make_engine: Any) ->
     engine = make_engine()
     engine.set(ctxstore.message({"role": "user", "content": "hi"}, metadata={"trace": "t1"}))
     engine.save()
-    engine.set(ctxstore.last_assistant_message("draft"))
+    engine.set(ctxstore.prompt.last_assistant_message("draft"))
     engine.save()
     sent = engine.resolve().with_system()
     assert all("metadata" not in m for m in sent)

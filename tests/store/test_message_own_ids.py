@@ -28,7 +28,7 @@ def test_appending_the_same_id_again_is_recognized(store: Any, snap: Any) -> Non
         "c1", "main", [{"id": "ui-1", "role": "user", "content": "hi"}], expected_head=None
     )
     before = snap()
-    with pytest.raises(ctxstore.MessageExistsError):
+    with pytest.raises(ctxstore.errors.MessageExistsError):
         store.append(
             "c1",
             "main",
@@ -70,8 +70,8 @@ def test_new_message_stores_the_dict_as_given(store: Any) -> None:
     ("bad", "error"),
     [
         (7, ctxstore.ValidationError),
-        ("a\nb", ctxstore.InvalidIdError),
-        ("", ctxstore.InvalidIdError),
+        ("a\nb", ctxstore.errors.InvalidIdError),
+        ("", ctxstore.errors.InvalidIdError),
     ],
 )
 def test_a_bad_id_is_refused_and_nothing_written(

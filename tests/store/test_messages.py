@@ -75,7 +75,7 @@ def test_an_existing_message_id_is_refused_and_nothing_is_written(
 ) -> None:
     store.append(chat, "main", [NewMessage(user("a"), id="m1")], expected_head=None)
     before = snap()
-    with pytest.raises(ctxstore.MessageExistsError, match="m1"):
+    with pytest.raises(ctxstore.errors.MessageExistsError, match="m1"):
         store.append(
             chat,
             "main",
@@ -91,7 +91,7 @@ def test_an_existing_message_id_is_refused_and_nothing_is_written(
 
 def test_a_message_can_never_be_its_own_parent(store: Any, chat: str) -> None:
     store.append(chat, "main", [NewMessage(user("a"), id="m1")], expected_head=None)
-    with pytest.raises(ctxstore.MessageExistsError):
+    with pytest.raises(ctxstore.errors.MessageExistsError):
         store.append(chat, "main", [NewMessage(user("again"), id="m1")], expected_head="m1")
     with pytest.raises(ctxstore.ValidationError, match="repeats"):
         store.append(
@@ -142,14 +142,14 @@ def test_conflict_fork_writes_onto_a_new_branch_from_the_expected_head(
 
 def test_fork_from_an_unknown_expected_head_is_not_found(store: Any, chat: str) -> None:
     store.append(chat, "main", [user("a")], expected_head=None)
-    with pytest.raises(ctxstore.MessageNotFoundError):
+    with pytest.raises(ctxstore.errors.MessageNotFoundError):
         store.append(chat, "main", [user("c")], expected_head="ghost", on_conflict="fork")
 
 
 def test_append_to_unknown_chat_or_branch(store: Any, chat: str) -> None:
     with pytest.raises(ctxstore.ChatNotFoundError):
         store.append("ghost", "main", [user("a")], expected_head=None)
-    with pytest.raises(ctxstore.BranchNotFoundError, match="nope"):
+    with pytest.raises(ctxstore.errors.BranchNotFoundError, match="nope"):
         store.append(chat, "nope", [user("a")], expected_head=None)
 
 
@@ -184,7 +184,7 @@ def test_get_message_and_unknown_message(store: Any, chat: str) -> None:
     assert message["message"] == user("a")
     assert message["parent_id"] is None
     assert message["created_at"] > 0
-    with pytest.raises(ctxstore.MessageNotFoundError):
+    with pytest.raises(ctxstore.errors.MessageNotFoundError):
         store.get_message(chat, "ghost")
     with pytest.raises(ctxstore.ChatNotFoundError):
         store.get_message("ghost", result.head_message_id)
@@ -192,14 +192,14 @@ def test_get_message_and_unknown_message(store: Any, chat: str) -> None:
 
 def test_get_chain_of_nothing_and_of_unknown_head(store: Any, chat: str) -> None:
     assert store.get_chain(chat, None) == []
-    with pytest.raises(ctxstore.MessageNotFoundError):
+    with pytest.raises(ctxstore.errors.MessageNotFoundError):
         store.get_chain(chat, "ghost")
 
 
 def test_get_chain_depth_bound(store: Any, chat: str) -> None:
     result = store.append(chat, "main", [user(str(i)) for i in range(5)], expected_head=None)
     assert len(store.get_chain(chat, result.head_message_id, max_depth=5)) == 5
-    with pytest.raises(ctxstore.LimitExceededError):
+    with pytest.raises(ctxstore.errors.LimitExceededError):
         store.get_chain(chat, result.head_message_id, max_depth=4)
     with pytest.raises(ctxstore.ValidationError):
         store.get_chain(chat, result.head_message_id, max_depth=0)
@@ -228,7 +228,7 @@ def test_a_run_pointing_forward_is_a_clear_error_not_a_hang(
         client.zadd(keys.key("runs"), {"1:1:2": 1})
 
     head = two_messages_then(store, chat, backend, loop)
-    with pytest.raises(ctxstore.CorruptionError, match="parent is not older"):
+    with pytest.raises(ctxstore.errors.CorruptionError, match="parent is not older"):
         store.get_chain(chat, head)
 
 
@@ -237,7 +237,9 @@ def test_a_dangling_position_is_a_corruption_error(store: Any, chat: str, backen
         client.hset(keys.key("alias"), "m2", 7)
 
     head = two_messages_then(store, chat, backend, dangle)
-    with pytest.raises(ctxstore.CorruptionError, match=r"past the log|position without tokens"):
+    with pytest.raises(
+        ctxstore.errors.CorruptionError, match=r"past the log|position without tokens"
+    ):
         store.get_chain(chat, head)
 
 
@@ -262,7 +264,7 @@ def test_the_collector_comes_back_after_a_failed_decode(
     client = raw_client(backend)
     client.lset(store.state.keyspace.chat(chat).key("log"), 200, b"\xc1")
     client.close()
-    with pytest.raises(ctxstore.CorruptionError):
+    with pytest.raises(ctxstore.errors.CorruptionError):
         store.get_chain(chat, result.head_message_id)
     assert gc.isenabled()
 
@@ -278,7 +280,7 @@ def test_load_branch_reads_the_active_branch_and_its_chain(store: Any, chat: str
     main = store.load_branch(chat, "main")
     assert not main.branch.is_active
     assert contents(main.messages) == ["a", "b"]
-    with pytest.raises(ctxstore.BranchNotFoundError):
+    with pytest.raises(ctxstore.errors.BranchNotFoundError):
         store.load_branch(chat, "ghost")
 
 
@@ -305,7 +307,9 @@ def test_a_resent_append_is_answered_like_the_first_time(backend: str, namespace
     assert first.message_ids[0] == "m1"
     assert store.get_branch("c1", "main").message_count == 2
     assert store.list_chats()[0].message_count == 2
-    with pytest.raises(ctxstore.MessageExistsError):  # a new call with the same id is no resend
+    with pytest.raises(
+        ctxstore.errors.MessageExistsError
+    ):  # a new call with the same id is no resend
         store.append(
             "c1", "main", [NewMessage(user("other"), id="m1")], expected_head=again.head_message_id
         )

@@ -50,9 +50,9 @@ def test_creating_a_chat_past_a_bound_creates_nothing(
 ) -> None:
     bounded.upsert_chat("other", "alice")
     before = snap()
-    with pytest.raises(ctxstore.LimitExceededError, match="metadata"):
+    with pytest.raises(ctxstore.errors.LimitExceededError, match="metadata"):
         bounded.upsert_chat("c1", "alice", metadata)
-    with pytest.raises(ctxstore.LimitExceededError, match="metadata"):
+    with pytest.raises(ctxstore.errors.LimitExceededError, match="metadata"):
         bounded.open_chat("c1", "alice", metadata, load=True)
     assert snap() == before
     with pytest.raises(ctxstore.ChatNotFoundError):
@@ -64,7 +64,7 @@ def test_an_update_whose_merge_passes_the_key_bound_writes_nothing(bounded: Any,
     bounded.upsert_chat("c1", "alice", keys(3))
     bounded.upsert_chat("c2", "alice")
     before = snap()
-    with pytest.raises(ctxstore.LimitExceededError, match="metadata keys") as caught:
+    with pytest.raises(ctxstore.errors.LimitExceededError, match="metadata keys") as caught:
         bounded.update_chat("c1", title="renamed", metadata=keys(2, first=3))  # 3 + 2 keys
     assert caught.value.details["limit"] == 4
     assert snap() == before
@@ -82,9 +82,9 @@ def test_an_update_whose_merge_passes_the_byte_bound_writes_nothing(
 ) -> None:
     bounded.upsert_chat("c1", "alice", {"a": "x" * 120})
     before = snap()
-    with pytest.raises(ctxstore.LimitExceededError, match="metadata bytes"):
+    with pytest.raises(ctxstore.errors.LimitExceededError, match="metadata bytes"):
         bounded.update_chat("c1", title="renamed", metadata={"b": "y" * 80})
-    with pytest.raises(ctxstore.LimitExceededError, match="metadata bytes"):
+    with pytest.raises(ctxstore.errors.LimitExceededError, match="metadata bytes"):
         bounded.upsert_chat("c1", "alice", {"b": "y" * 80})  # open_chat merges too
     assert snap() == before
     assert bounded.get_chat("c1").title is None
@@ -98,7 +98,7 @@ def test_a_chat_already_past_the_bounds_takes_no_more_metadata(store: Any, snap:
     store.upsert_chat("c1", "alice", keys(6))
     store.state.limits = SMALL
     before = snap()
-    with pytest.raises(ctxstore.LimitExceededError):
+    with pytest.raises(ctxstore.errors.LimitExceededError):
         store.update_chat("c1", metadata={"k0": 0})
     assert snap() == before
     store.update_chat("c1", title="a title needs no metadata")
@@ -112,9 +112,9 @@ def test_thousands_of_keys_are_refused_by_the_default_bounds(
 ) -> None:
     store.upsert_chat("c2", "alice")
     before = snap()
-    with pytest.raises(ctxstore.LimitExceededError, match="metadata keys"):
+    with pytest.raises(ctxstore.errors.LimitExceededError, match="metadata keys"):
         store.upsert_chat("c1", "alice", keys(count))
-    with pytest.raises(ctxstore.LimitExceededError, match="metadata keys"):
+    with pytest.raises(ctxstore.errors.LimitExceededError, match="metadata keys"):
         store.update_chat("c2", title="renamed", metadata=keys(count))
     assert snap() == before
     assert store.get_chat("c2").title is None
@@ -130,5 +130,5 @@ def test_the_default_bounds() -> None:
 @pytest.mark.parametrize("field", ["max_metadata_keys", "max_metadata_bytes"])
 @pytest.mark.parametrize("value", [0, -1, True, 1.5])
 def test_bad_bounds_are_configuration_errors(field: str, value: Any) -> None:
-    with pytest.raises(ctxstore.ConfigurationError, match=field):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match=field):
         ctxstore.Limits(**{field: value})

@@ -62,5 +62,5 @@ def test_branch_from_checkpoint(store: Any, chat: str) -> None:
     )
     named = store.branch_from_checkpoint("c1", "start", name="retry", activate=False)
     assert (named.name, named.is_active) == ("retry", False)
-    with pytest.raises(ctxstore.CheckpointNotFoundError, match="nope"):
+    with pytest.raises(ctxstore.errors.CheckpointNotFoundError, match="nope"):
         store.branch_from_checkpoint("c1", "nope")

@@ -195,6 +195,6 @@ def test_an_engine_that_knew_an_expired_chat_gets_chat_replaced(
     engine.save()
     time.sleep(0.5)
     engine.set(ctxstore.user("still there?"))
-    with pytest.raises(ctxstore.ChatReplacedError):
+    with pytest.raises(ctxstore.errors.ChatReplacedError):
         engine.save()
     store.close()

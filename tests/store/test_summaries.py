@@ -128,7 +128,7 @@ def test_bad_summaries_write_nothing(sstore: Any) -> None:
         sstore.write_summary("s", ids[0], "   ")
     with pytest.raises(ctxstore.ValidationError):
         sstore.write_summary("s", ids[0], "text", tokens=-1)
-    with pytest.raises(ctxstore.MessageNotFoundError):
+    with pytest.raises(ctxstore.errors.MessageNotFoundError):
         sstore.write_summary("s", "no-such-message", "text")
     with pytest.raises(ctxstore.ChatNotFoundError):
         sstore.write_summary("nochat", ids[0], "text")

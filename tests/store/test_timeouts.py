@@ -34,7 +34,7 @@ def test_the_defaults_fail_fast() -> None:
 def test_a_frozen_server_is_a_backend_error_within_the_timeout(silent_server: int) -> None:
     store = ctxstore.connect(f"redis://127.0.0.1:{silent_server}/0", socket_timeout=0.2)
     started = time.monotonic()
-    with pytest.raises(ctxstore.BackendError):
+    with pytest.raises(ctxstore.errors.BackendError):
         store.get_chat("c1")
     assert time.monotonic() - started < 3  # three attempts at most, each bounded
     store.close()

@@ -35,18 +35,18 @@ def chat(store: Any) -> str:
     ],
 )
 def test_bad_chat_ids_are_refused(store: Any, snap: Any, chat_id: Any, reason: str) -> None:
-    with pytest.raises(ctxstore.InvalidIdError, match=reason):
+    with pytest.raises(ctxstore.errors.InvalidIdError, match=reason):
         store.upsert_chat(chat_id, "alice")
-    with pytest.raises(ctxstore.InvalidIdError):
+    with pytest.raises(ctxstore.errors.InvalidIdError):
         store.get_chain(chat_id, None)
     assert snap() == {}
 
 
 @pytest.mark.parametrize("user_id", ["", LONG, "u{1}", "u\t1"])
 def test_bad_user_ids_are_refused(store: Any, snap: Any, user_id: str) -> None:
-    with pytest.raises(ctxstore.InvalidIdError):
+    with pytest.raises(ctxstore.errors.InvalidIdError):
         store.upsert_chat("c1", user_id)
-    with pytest.raises(ctxstore.InvalidIdError):
+    with pytest.raises(ctxstore.errors.InvalidIdError):
         store.list_chats(user_id=user_id)
     assert snap() == {}
 
@@ -73,7 +73,7 @@ def test_bad_message_ids_and_branch_names(
     store: Any, chat: str, snap: Any, call: str, args: tuple[Any, ...]
 ) -> None:
     before = snap()
-    with pytest.raises(ctxstore.InvalidIdError):
+    with pytest.raises(ctxstore.errors.InvalidIdError):
         getattr(store, call)(chat, *args, expected_head="m1")
     assert snap() == before
 
@@ -91,7 +91,7 @@ def test_payloads_msgpack_cannot_encode(
     store: Any, chat: str, snap: Any, payload: dict[str, Any]
 ) -> None:
     before = snap()
-    with pytest.raises(ctxstore.UnserializablePayloadError, match=r"messages\[1\]\.content"):
+    with pytest.raises(ctxstore.errors.UnserializablePayloadError, match=r"messages\[1\]\.content"):
         store.append(chat, "main", [{"role": "user", "content": "ok"}, payload], expected_head="m1")
     assert snap() == before
 
@@ -136,9 +136,9 @@ def test_unknown_policies_are_refused(store: Any, chat: str) -> None:
 def test_payload_over_the_default_limit(store: Any, chat: str, snap: Any) -> None:
     before = snap()
     big = {"role": "user", "content": "x" * (1 << 20)}
-    with pytest.raises(ctxstore.PayloadTooLargeError, match="1048576"):
+    with pytest.raises(ctxstore.errors.PayloadTooLargeError, match="1048576"):
         store.append(chat, "main", [big], expected_head="m1")
-    with pytest.raises(ctxstore.PayloadTooLargeError):
+    with pytest.raises(ctxstore.errors.PayloadTooLargeError):
         store.update_chat(chat, metadata={"blob": "x" * (1 << 20)})
     assert snap() == before
 
@@ -149,7 +149,7 @@ def test_payload_limit_is_configurable(backend: str, namespace: str) -> None:
     )
     store.upsert_chat("c1", "alice")
     store.append("c1", "main", [{"role": "user", "content": "x" * 50}], expected_head=None)
-    with pytest.raises(ctxstore.PayloadTooLargeError):
+    with pytest.raises(ctxstore.errors.PayloadTooLargeError):
         store.append(
             "c1",
             "main",
@@ -158,7 +158,7 @@ def test_payload_limit_is_configurable(backend: str, namespace: str) -> None:
             on_conflict="rebase",
         )
     store.close()
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         ctxstore.Limits(max_message_bytes=0)
 
 
@@ -180,12 +180,12 @@ def test_a_record_that_is_not_msgpack_is_a_corruption_error(
     client.lset(key, 0, b"\xc1\xff not msgpack")
     client.close()
     store.clear_cache()
-    with pytest.raises(ctxstore.CorruptionError) as caught:
+    with pytest.raises(ctxstore.errors.CorruptionError) as caught:
         store.get_message(chat, "m1")
     assert key in str(caught.value)
     assert caught.value.details["key"] == key
     assert caught.value.details["field"] == "0"
-    with pytest.raises(ctxstore.CorruptionError, match="position 0 "):
+    with pytest.raises(ctxstore.errors.CorruptionError, match="position 0 "):
         store.get_chain(chat, "m1")
 
 
@@ -195,11 +195,11 @@ def test_corrupt_metadata_and_branch_records(store: Any, chat: str, backend: str
     client = raw_client(backend)
     keys = store.state.keyspace.chat(chat)
     client.hset(keys.key("branch"), "broken", b"{not json")
-    with pytest.raises(ctxstore.CorruptionError, match="broken"):
+    with pytest.raises(ctxstore.errors.CorruptionError, match="broken"):
         store.list_branches(chat)
     client.hset(keys.key("chat"), "m:bad", b"\xc1")
     client.close()
-    with pytest.raises(ctxstore.CorruptionError, match="m:bad"):
+    with pytest.raises(ctxstore.errors.CorruptionError, match="m:bad"):
         store.get_chat(chat)
 
 
@@ -216,7 +216,7 @@ def test_corrupt_metadata_and_branch_records(store: Any, chat: str, backend: str
     ],
 )
 def test_bad_namespace_or_prefix(namespace_value: str, prefix: str) -> None:
-    with pytest.raises(ctxstore.InvalidIdError):
+    with pytest.raises(ctxstore.errors.InvalidIdError):
         ctxstore.connect("memory://", namespace=namespace_value, prefix=prefix)
 
 

@@ -132,7 +132,7 @@ def test_windows_follow_branches_across_runs(wstore: Any) -> None:
 
 def test_get_chain_newest_cuts_instead_of_raising(wstore: Any) -> None:
     head = append_all(wstore, [user(str(i)) for i in range(5)])
-    with pytest.raises(ctxstore.LimitExceededError):
+    with pytest.raises(ctxstore.errors.LimitExceededError):
         wstore.get_chain("w", head, max_depth=3)
     assert contents(wstore.get_chain("w", head, max_depth=3, newest=True)) == ["2", "3", "4"]
     assert contents(wstore.get_chain("w", head, max_depth=9, newest=True)) == list("01234")

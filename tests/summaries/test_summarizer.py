@@ -89,9 +89,9 @@ def test_an_earlier_summary_is_labelled_in_the_transcript() -> None:
 
 
 def test_failures_are_clear_errors() -> None:
-    with pytest.raises(ctxstore.ConfigurationError, match="window"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="window"):
         LiteLLMSummarizer("no-such-provider/unknown-model")
-    with pytest.raises(ctxstore.ConfigurationError):
+    with pytest.raises(ctxstore.errors.ConfigurationError):
         LiteLLMSummarizer("")
 
     def empty(**_kwargs: Any) -> dict[str, Any]:

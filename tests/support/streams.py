@@ -19,13 +19,13 @@ def read_pieces(
     after: str | None = None,
     user_id: str | None = None,
     limit: int | None = None,
-) -> list[ctxstore.StreamPiece]:
+) -> list[ctxstore.models.StreamPiece]:
     """The pieces ``read_stream`` yields (at most ``limit``, then the reader stops), through
     the sync store or a SyncOverAsync-wrapped async one. Errors propagate."""
     if isinstance(store, SyncOverAsync):
 
-        async def collect() -> list[ctxstore.StreamPiece]:
-            pieces: list[ctxstore.StreamPiece] = []
+        async def collect() -> list[ctxstore.models.StreamPiece]:
+            pieces: list[ctxstore.models.StreamPiece] = []
             reading = store.wrapped.read_stream(chat_id, stream_id, after=after, user_id=user_id)
             try:
                 async for piece in reading:
@@ -36,7 +36,7 @@ def read_pieces(
                 await reading.aclose()
             return pieces
 
-        result: list[ctxstore.StreamPiece] = store._loop.run(collect())
+        result: list[ctxstore.models.StreamPiece] = store._loop.run(collect())
         return result
     pieces = []
     reading = store.read_stream(chat_id, stream_id, after=after, user_id=user_id)

@@ -41,7 +41,7 @@ def run_paused(engine: ctxstore.ContextEngine) -> None:
         try:
             engine.save()
             print("saved", flush=True)
-        except ctxstore.LeaseLostError:
+        except ctxstore.errors.LeaseLostError:
             print("lost", flush=True)
     saved = engine.save()
     print(

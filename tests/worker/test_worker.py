@@ -121,11 +121,11 @@ def test_check_sees_a_live_worker(wstore: Any, backend: str, namespace: str) -> 
 
 
 def test_bad_worker_settings_are_configuration_errors() -> None:
-    with pytest.raises(ctxstore.ConfigurationError, match="summarizer"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="summarizer"):
         Worker("memory://x")
-    with pytest.raises(ctxstore.ConfigurationError, match="concurrency"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="concurrency"):
         Worker("memory://x", compactify=lambda _m: "x", concurrency=0)
-    with pytest.raises(ctxstore.ConfigurationError, match="namespace"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="namespace"):
         Worker("memory://x", compactify=lambda _m: "x", namespaces=[])
 
 
@@ -155,5 +155,5 @@ def test_a_context_manager_gives_the_worker_its_summarizer_and_counter(
     assert job["tokens_before"] == 5 * PER_MESSAGE
     assert job["tokens_after"] == summary["tokens"]
     assert job["latency_ms"] >= 0
-    with pytest.raises(ctxstore.ConfigurationError, match="summarizer"):
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="summarizer"):
         Worker(backend, context_manager=ctxstore.ContextManager(max_tokens=100, response_reserve=1))

@@ -20,15 +20,21 @@ from typing import Any
 
 
 def lazy_exports(
-    package: str, table: Mapping[str, str], moved: Mapping[str, str] | None = None
+    package: str,
+    table: Mapping[str, str],
+    moved: Mapping[str, str] | None = None,
+    submodules: tuple[str, ...] = (),
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
     """``(__getattr__, __dir__)`` for ``package``: ``table`` maps each public name to the module
     that defines it; ``moved`` maps names of an earlier release to their new module (they
-    still resolve, with a ``DeprecationWarning``, and are not listed by ``dir()``)."""
+    still resolve, with a ``DeprecationWarning``, and are not listed by ``dir()``);
+    ``submodules`` import as attributes (``ctxstore.models`` after a bare ``import ctxstore``)."""
     namespace = sys.modules[package].__dict__
     old = moved or {}
 
     def module_getattr(name: str) -> Any:
+        if name in submodules:
+            return importlib.import_module(f"{package}.{name}")
         module = table.get(name)
         if module is None and name in old:
             module = old[name]
@@ -86,11 +92,11 @@ MOVED_MODULES: dict[str, tuple[str, ...]] = {
     "ctxstore.core.chats": ("ctxstore._core.ops.chats",),
     "ctxstore.core.checkpoints": ("ctxstore._core.ops.checkpoints",),
     "ctxstore.core.codec": ("ctxstore._core.format.codec",),
-    "ctxstore.core.durability": ("ctxstore._core.durability",),
+    "ctxstore.core.durability": ("ctxstore._core.durability", "ctxstore.settings"),
     "ctxstore.core.exports": ("ctxstore._core.ops.transfer.exports",),
     "ctxstore.core.failures": ("ctxstore._core.failures",),
     "ctxstore.core.graph": ("ctxstore._core.ops.graph",),
-    "ctxstore.core.ids": ("ctxstore._core.ids",),
+    "ctxstore.core.ids": ("ctxstore._base.ids", "ctxstore._core.ids"),
     "ctxstore.core.imports": ("ctxstore._core.ops.transfer.imports",),
     "ctxstore.core.indexes": ("ctxstore._core.ops.indexes",),
     "ctxstore.core.jobs": (
@@ -128,7 +134,11 @@ MOVED_MODULES: dict[str, tuple[str, ...]] = {
     ),
     "ctxstore.core.token_entries": ("ctxstore._core.format.tokens",),
     "ctxstore.core.turns": ("ctxstore._core.ops.turns",),
-    "ctxstore.core.verify": ("ctxstore._core.ops.verify.chat", "ctxstore.models"),
+    "ctxstore.core.verify": (
+        "ctxstore._core.ops.verify.chat",
+        "ctxstore.models",
+        "ctxstore._core.format.chat",
+    ),
     "ctxstore.core.verify_tokens": ("ctxstore._core.ops.verify.tokens",),
     "ctxstore.demo": ("ctxstore.cli.demo",),
     "ctxstore.exporting": ("ctxstore.cli.diagrams",),
@@ -136,7 +146,7 @@ MOVED_MODULES: dict[str, tuple[str, ...]] = {
     "ctxstore.llm": ("ctxstore._base.litellm",),
     "ctxstore.manager": ("ctxstore.window.manager",),
     "ctxstore.model_info": ("ctxstore.window.model_info",),
-    "ctxstore.plans": ("ctxstore._base.plans",),
+    "ctxstore.plans": ("ctxstore._base.plans", "ctxstore.window.summarizer"),
     "ctxstore.prompting": ("ctxstore.messages.summaries",),
     "ctxstore.results": ("ctxstore.models",),
     "ctxstore.summarizer": ("ctxstore.window.summarizer", "ctxstore.messages.summaries"),
@@ -144,6 +154,17 @@ MOVED_MODULES: dict[str, tuple[str, ...]] = {
     "ctxstore.tokens": ("ctxstore.messages.tokens",),
     "ctxstore.tool_groups": ("ctxstore.messages.tool_groups",),
     "ctxstore.usage": ("ctxstore.messages.usage",),
+}
+
+
+#: Names of ctxstore 0.3 modules that live on under another name: old module -> old name ->
+#: (new module, new name).
+RENAMED: dict[str, dict[str, tuple[str, str]]] = {
+    "ctxstore.plans": {"RunOperation": ("ctxstore._base.plans", "Run")},
+    "ctxstore.compaction": {
+        "RunOperation": ("ctxstore._base.plans", "Run"),
+        "Step": ("ctxstore._base.plans", "Step"),
+    },
 }
 
 
@@ -175,7 +196,12 @@ class _Forwarding(importlib.abc.Loader):
         module = types.ModuleType(spec.name, f"Moved to {', '.join(homes)}.")
         module.__path__ = []  # old packages keep their submodule paths (each forwarded too)
 
+        renamed = RENAMED.get(spec.name, {})
+
         def forward(name: str) -> Any:
+            if name in renamed:
+                home, new_name = renamed[name]
+                return getattr(importlib.import_module(home), new_name)
             for home in homes:
                 found = importlib.import_module(home)
                 if hasattr(found, name):

@@ -23,9 +23,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxstore.models import StoredMessage
+from ctxstore.settings import DEFAULT_CACHE_BYTES
 
-#: Default bound of a process cache, in bytes (estimated decoded size).
-DEFAULT_CACHE_BYTES = 32 << 20
 #: What one cached message costs beyond its record bytes: the dicts, their keys, list slots.
 MESSAGE_OVERHEAD = 400
 #: How much larger a decoded payload is than its msgpack record.

@@ -4,29 +4,24 @@ Redis answers a write as soon as the primary applied it; replication and the app
 fsync follow asynchronously, so an acknowledged write can still be lost when a replica is
 promoted (or when the server crashes under ``appendfsync everysec``). A store connected with
 ``durability="replica"`` sends ``WAIT 1 <timeout ms>`` right after every call marked as a write
-(:attr:`ctxstore.core.protocol.Call.writes`), in the same pipeline, so a durable write still
+(:attr:`ctxstore._core.protocol.Call.writes`), in the same pipeline, so a durable write still
 costs one round trip; ``durability="aof"`` sends ``WAITAOF 1 0 <timeout ms>`` (the primary's
 own fsync; Redis 7.2 or later). Both wait for what their own connection wrote, so the wait
 rides on the write's connection: on a Cluster, the node of the write's slot. Reads are never
 followed by a wait.
 
 This module is the I/O-free part: the setting, the commands, and how to read their replies.
-The :class:`~ctxstore.core.protocol.Exchange` places the commands and judges the replies.
+The :class:`~ctxstore._core.protocol.Exchange` places the commands and judges the replies.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Literal, get_args
+from typing import Any
 
 from ctxstore.errors import ConfigurationError, DurabilityError
-
-DurabilityMode = Literal["replica", "aof"]
-DURABILITY_MODES: tuple[str, ...] = get_args(DurabilityMode)
-#: Seconds a write waits for its confirmation unless ``durability_timeout`` says otherwise.
-DEFAULT_DURABILITY_TIMEOUT = 1.0
+from ctxstore.settings import DurabilityMode, Settings
 
 
 @dataclass(frozen=True)
@@ -81,26 +76,18 @@ class Durability:
         )
 
 
-def durability_setting(
-    mode: object, timeout: object, socket_timeout: float | None
-) -> Durability | None:
-    """The validated ``connect(durability=..., durability_timeout=...)`` setting.
+def durability_of(settings: Settings, socket_timeout: float | None) -> Durability | None:
+    """What ``settings`` make every write wait for (None: nothing).
 
     The wait must end before the socket gives up on the reply: a socket timeout first would
     turn a write that was applied into a BackendUnavailableError, with no word about it.
     """
-    if isinstance(timeout, bool) or not isinstance(timeout, (int, float)):
-        raise ConfigurationError(f"durability_timeout must be a number of seconds, got {timeout!r}")
-    if not math.isfinite(timeout) or timeout <= 0:
-        raise ConfigurationError(f"durability_timeout must be positive and finite, got {timeout!r}")
-    if mode is None:
+    if settings.durability is None:
         return None
-    if mode not in DURABILITY_MODES:
-        raise ConfigurationError(f"durability must be None, 'replica' or 'aof', got {mode!r}")
+    timeout = settings.durability_timeout
     if socket_timeout is not None and timeout >= socket_timeout:
         raise ConfigurationError(
             f"durability_timeout ({timeout} s) must be shorter than socket_timeout "
             f"({socket_timeout} s): the socket would time out before the wait ends"
         )
-    durable: DurabilityMode = "replica" if mode == "replica" else "aof"
-    return Durability(durable, max(1, round(timeout * 1000)))
+    return Durability(settings.durability, max(1, round(timeout * 1000)))

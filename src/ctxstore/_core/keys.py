@@ -39,7 +39,7 @@ from __future__ import annotations
 import zlib
 from dataclasses import dataclass, field
 
-from ctxstore._core.ids import check_key_id, check_key_prefix
+from ctxstore._base.ids import check_key_id, check_key_prefix
 
 #: How many streams compaction jobs are spread over (per namespace).
 JOB_SHARDS = 8
@@ -80,7 +80,7 @@ class ChatKeys:
     def staging(self, token: str, name: str) -> str:
         """Where an import builds the chat's key ``name`` before publishing it: beside the
         chat's keys (same hash tag, so one script renames it into place), under a name no read
-        looks at, and expiring on its own (see :mod:`ctxstore.core.imports`)."""
+        looks at, and expiring on its own (see :mod:`ctxstore._core.ops.transfer.imports`)."""
         if name not in CHAT_KEY_NAMES:
             raise KeyError(f"chats have no key named {name!r}")
         return f"{self.base}:{{{self.chat_id}}}:staging:{token}:{name}"

@@ -10,8 +10,8 @@ multi-step ones (listing chats, index maintenance) yield more.
 (lists of command tuples), and turns the raw replies into results. It handles NOSCRIPT by
 re-sending the affected calls as EVAL (which also re-caches the script), and translates error
 replies. The sync and async stores differ only in how they send a wire request. With a
-:class:`~ctxstore.core.durability.Durability` it also sends a wait after every call marked as a
-write, and judges it (see :mod:`ctxstore.core.durability`).
+:class:`~ctxstore._core.durability.Durability` it also sends a wait after every call marked as a
+write, and judges it (see :mod:`ctxstore._core.durability`).
 """
 
 from __future__ import annotations

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 from ctxstore._core.durability import Durability
 from ctxstore._core.format.fields import text
 from ctxstore._core.protocol import Operation, command_call
-from ctxstore._core.state import StoreState, mark_server_checked
+from ctxstore._core.state import REGISTRY, StoreState
 from ctxstore.errors import (
     BackendBusyError,
     BackendUnavailableError,
@@ -88,10 +88,10 @@ def with_startup_checks(state: StoreState, operation: Operation[T]) -> Operation
     if state.check_server:
         state.check_server = False
         yield from check_eviction_policy()
-        mark_server_checked(state.server)
+        REGISTRY.mark_checked(state.server)
     if state.check_durability and state.durability is not None:
         yield from check_wait_command(state.durability)  # failing, it is checked again next time
         state.check_durability = False
-        mark_server_checked(durability_checked_key(state))
+        REGISTRY.mark_checked(durability_checked_key(state))
     result: T = yield from operation
     return result

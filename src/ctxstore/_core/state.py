@@ -1,4 +1,12 @@
-"""The per-store state every operation reads: key names, limits, the clock, the owner cache."""
+"""What every operation of a store reads besides its arguments (:class:`StoreState`), and what
+the stores of one process share per server (:class:`ServerRegistry`).
+
+A store's state is its settings (frozen, :class:`~ctxstore.settings.Settings`), what they
+determine (key names, the clock, the token counter, the durability), the server's topology (a
+Cluster or not, its identity for the shared caches), the process caches it shares with the
+other stores of its server, and the one-shot checks still due. Internal: operations of
+``ctxstore._core`` take it; it is no stable API.
+"""
 
 from __future__ import annotations
 
@@ -8,11 +16,11 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ctxstore._core.cache import DEFAULT_CACHE_BYTES, ChainCache
+from ctxstore._core.cache import ChainCache
 from ctxstore._core.durability import Durability
 from ctxstore._core.keys import Keyspace
 from ctxstore.messages.tokens import MessageCounter, message_counter
-from ctxstore.settings import Limits
+from ctxstore.settings import DEFAULT_CACHE_BYTES, Limits, Settings
 
 
 def wall_clock_ms() -> int:
@@ -80,77 +88,114 @@ class HeadSizes:
                 self._sizes.popitem(last=False)
 
 
-# Process-wide memory of what stores learned about a server. Short-lived stores (one per
-# request in a serverless function or a web handler) would otherwise pay the eviction check and
-# the owner lookups again on every request.
-_registry_lock = threading.Lock()
-_owner_caches: dict[str, OwnerCache] = {}
-_chain_caches: dict[str, ChainCache] = {}
-_checked_servers: set[str] = set()
+@dataclass
+class ProcessCaches:
+    """What the stores of one server and keyspace share within a process: the owners of chats
+    (for index maintenance) and the chains read (see :mod:`ctxstore._core.cache`)."""
+
+    owners: OwnerCache = field(default_factory=OwnerCache)
+    chains: ChainCache = field(default_factory=ChainCache)
 
 
-def shared_owner_cache(server: str | None, base: str) -> OwnerCache:
-    """The owner cache of ``server`` + keyspace ``base``; a private one when ``server`` is None."""
-    if server is None:
-        return OwnerCache()
-    with _registry_lock:
-        return _owner_caches.setdefault(f"{server}|{base}", OwnerCache())
+class ServerRegistry:
+    """What the stores of this process learned about each server: its caches (by server and
+    keyspace) and the checks it passed.
+
+    Short-lived stores (one per request in a serverless function or a web handler) would
+    otherwise pay the eviction check and the owner lookups again on every request. Bounded,
+    least recently used out first: a process that connects to many servers (a URL per tenant)
+    keeps the newest :attr:`capacity` of them, never all.
+    """
+
+    def __init__(self, capacity: int = 64) -> None:
+        self.capacity = capacity
+        self._caches: OrderedDict[str, ProcessCaches] = OrderedDict()
+        self._checked: OrderedDict[str, None] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def caches(self, server: str | None, base: str, cache_bytes: int | None) -> ProcessCaches:
+        """The caches of ``server`` + keyspace ``base``, made with a chain cache of
+        ``cache_bytes`` (None: the default) by the first store that asks; private ones when
+        ``server`` is None (a client passed in, a private embedded store) or the cache is off."""
+        if server is None:
+            bound = DEFAULT_CACHE_BYTES if cache_bytes is None else cache_bytes
+            return ProcessCaches(chains=ChainCache(bound))
+        name = f"{server}|{base}"
+        with self._lock:
+            caches = self._caches.get(name)
+            if caches is None:
+                bound = cache_bytes or DEFAULT_CACHE_BYTES
+                caches = self._caches[name] = ProcessCaches(chains=ChainCache(bound))
+            elif cache_bytes:
+                caches.chains.max_bytes = cache_bytes
+            self._caches.move_to_end(name)
+            while len(self._caches) > self.capacity:
+                self._caches.popitem(last=False)
+            if cache_bytes == 0:  # this store reads without a cache; the others keep theirs
+                return ProcessCaches(owners=caches.owners, chains=ChainCache(0))
+            return caches
+
+    def checked(self, what: str | None) -> bool:
+        """Whether a check named ``what`` (a server and the check) passed in this process."""
+        with self._lock:
+            return what is not None and what in self._checked
+
+    def mark_checked(self, what: str | None) -> None:
+        if what is None:
+            return
+        with self._lock:
+            self._checked[what] = None
+            self._checked.move_to_end(what)
+            while len(self._checked) > self.capacity * 4:
+                self._checked.popitem(last=False)
 
 
-def shared_chain_cache(server: str | None, base: str, max_bytes: int | None) -> ChainCache:
-    """The chain cache of ``server`` + keyspace ``base``, made with ``max_bytes`` (default 32 MiB)
-    by the first store that asks; a private one when ``server`` is None or ``max_bytes`` is 0."""
-    if server is None or max_bytes == 0:
-        return ChainCache(DEFAULT_CACHE_BYTES if max_bytes is None else max_bytes)
-    with _registry_lock:
-        cache = _chain_caches.get(f"{server}|{base}")
-        if cache is None:
-            cache = ChainCache(DEFAULT_CACHE_BYTES if max_bytes is None else max_bytes)
-            _chain_caches[f"{server}|{base}"] = cache
-        elif max_bytes is not None:
-            cache.max_bytes = max_bytes
-        return cache
-
-
-def server_checked(server: str | None) -> bool:
-    with _registry_lock:
-        return server is not None and server in _checked_servers
-
-
-def mark_server_checked(server: str | None) -> None:
-    if server is not None:
-        with _registry_lock:
-            _checked_servers.add(server)
+#: The registry of this process.
+REGISTRY = ServerRegistry()
 
 
 @dataclass
 class StoreState:
-    """Everything an operation needs besides its arguments."""
+    """Everything an operation needs besides its arguments (see the module docstring)."""
 
+    settings: Settings = field(default_factory=Settings)
+    #: Key names for the settings' prefix and namespace.
     keyspace: Keyspace = field(default_factory=Keyspace)
-    limits: Limits = field(default_factory=Limits)
+    #: Epoch milliseconds (the settings' clock, or the wall clock).
     clock: Callable[[], int] = wall_clock_ms
-    owners: OwnerCache = field(default_factory=OwnerCache)
-    #: Counts each message's tokens at save (``connect(token_model=..., estimate_tokens=...)``).
+    #: Counts each message's tokens at save (the settings' token model or counter).
     message_tokens: MessageCounter = field(default_factory=message_counter)
+    #: Shared with the other stores of this server and keyspace.
+    caches: ProcessCaches = field(default_factory=ProcessCaches)
     #: The size of the chain at the heads this store's appends left.
     head_sizes: HeadSizes = field(default_factory=HeadSizes)
-    #: Whether the eviction-policy check still has to run (servers only, once per process).
-    check_server: bool = True
     #: Identifies the server for process-wide caches; None keeps this store's caches private.
     server: str | None = None
-    #: Chains this process has read (shared by the stores of one server and keyspace).
-    cache: ChainCache = field(default_factory=ChainCache)
     #: A Redis Cluster: the chat indexes live on other nodes than the chat, so scripts cannot
     #: move them and they are sent beside the script instead.
     cluster: bool = False
-    #: What each write waits for before it is acknowledged (``connect(durability=...)``).
+    #: What each write waits for before it is acknowledged (the settings' durability).
     durability: Durability | None = None
+    #: Whether the eviction-policy check still has to run (servers only, once per process).
+    check_server: bool = True
     #: Whether the server still has to show it has the wait command (once per process).
     check_durability: bool = False
-    #: The retention of the chats this store creates, in milliseconds (``connect(ttl=)``);
-    #: None: they never expire.
+    #: The retention of the chats this store creates, in milliseconds (None: they never expire).
     default_ttl_ms: int | None = None
+
+    @property
+    def limits(self) -> Limits:
+        """The settings' safety bounds."""
+        return self.settings.limits
+
+    @property
+    def owners(self) -> OwnerCache:
+        return self.caches.owners
+
+    @property
+    def cache(self) -> ChainCache:
+        """The chains this process has read (shared by the stores of one server and keyspace)."""
+        return self.caches.chains
 
     @property
     def checks_due(self) -> bool:

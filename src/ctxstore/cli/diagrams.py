@@ -2,7 +2,7 @@
 
 These draw the graph ``get_graph`` returns: one-line previews of the messages, not their
 content. The whole chat, for a backup or a move, is ``store.export_chat`` (JSON Lines,
-:mod:`ctxstore.core.portable`). JSON here is the graph as a model (it loads back with
+:mod:`ctxstore._core.format.portable`). JSON here is the graph as a model (it loads back with
 ``ChatGraph.model_validate``); Mermaid and DOT are diagrams of the same content: one node per
 message, an edge from each parent to its child, and one node per branch and per checkpoint
 pointing (dashed) at its message.

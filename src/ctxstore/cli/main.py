@@ -12,7 +12,7 @@ exist, a bad URL, an unreachable server), a file that cannot be read or a usage 
 line, ``ctxstore: <message>``, on stderr and exits 1 (store, file) or 2 (usage); no traceback,
 since nothing is wrong with the program. A reader that closes the pipe early
 (``ctxstore log c1 | head -1``) ends the command quietly with exit code 141 (see
-:mod:`ctxstore.terminal`). Colour goes only to a terminal, and never with ``NO_COLOR`` set.
+:mod:`ctxstore.cli.terminal`). Colour goes only to a terminal, and never with ``NO_COLOR`` set.
 
 ``delete`` asks for confirmation on the terminal; ``--yes`` skips the question, and without a
 terminal to ask on (a script, a pipe) it refuses unless ``--yes`` is given: deleting is for

@@ -1,7 +1,7 @@
 """The text the command line prints: tables of chats, branches and checkpoints, a branch's
 log, a tree cut to a branch or to its newest messages, a verify report.
 
-Every function returns the text for one :class:`~ctxstore.terminal.Style` (colour or none).
+Every function returns the text for one :class:`~ctxstore.cli.terminal.Style` (colour or none).
 Stored data is untrusted, so every piece of it passes through :func:`printable` before any
 colour is added: a message cannot move the cursor or recolour the terminal of whoever looks.
 """

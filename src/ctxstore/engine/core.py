@@ -1,11 +1,13 @@
 """The context engine's logic, without I/O, shared by ContextEngine and AsyncContextEngine.
 
-The engine holds three things: context fragments (rendered into the system prompt), pending
-message fragments (not yet saved), and its view of the chat (the branch it works on, that
-branch's head, the chat's fields). Each method that talks to Redis is an *operation*: a
-generator of store calls from :mod:`ctxstore.core`, which the sync and async engines run with
-their store's ``run``. Materializing lazy fragment data is a generator of awaitables, driven the
-same way: a plan of :class:`~ctxstore.prompt.fragment.Await` effects.
+An engine holds two things, each an object of its own: a :class:`~ctxstore.engine.
+prompt_buffer.PromptBuffer` (context fragments for the system prompt, pending messages for the
+next save) and a :class:`~ctxstore.engine.session.ChatSession` (where it stands in the chat:
+branch, head, anchor, turn, what the last read found). :class:`EngineCore` joins them to the
+store: each method that talks to Redis is an *operation* (a generator of store calls from
+:mod:`ctxstore._core`) or a *plan* (:mod:`ctxstore._base.plans`: materializing lazy context,
+an inline compaction, taking a turn), which the sync and async engines drive; every outcome is
+reported to the session through a named transition.
 
 The first operation of an engine opens the chat (upsert, owner check, the constructor metadata
 merged once, the active branch loaded) in the same script as its own work where it can:
@@ -15,11 +17,11 @@ merged once, the active branch loaded) in the same script as its own work where 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from typing import Any, TypedDict, TypeVar, get_args
+from typing import Any, TypeVar, get_args
 
+from ctxstore._base.ids import check_key_id, check_name
 from ctxstore._base.plans import Plan, Run
 from ctxstore._core.cache import EMPTY_CHAIN, CachedChain
-from ctxstore._core.ids import check_key_id, check_name
 from ctxstore._core.ops import append as append_ops
 from ctxstore._core.ops import branches, chats, checkpoints, opening, reads, turns
 from ctxstore._core.ops import graph as graph_ops
@@ -28,19 +30,10 @@ from ctxstore._core.ops.chats import metadata_args
 from ctxstore._core.protocol import Operation
 from ctxstore._core.state import StoreState
 from ctxstore.engine.inspection import snapshot
-from ctxstore.errors import (
-    ConfigurationError,
-    EmptyBranchError,
-    LeaseLostError,
-    ValidationError,
-)
-from ctxstore.messages.summaries import summary_section
-from ctxstore.messages.tokens import (
-    REPLY_PRIMING_TOKENS,
-    MessageCounter,
-    TokenCounter,
-    message_counter,
-)
+from ctxstore.engine.prompt_buffer import PromptBuffer
+from ctxstore.engine.session import ChatSession, Scope
+from ctxstore.errors import ConfigurationError, LeaseLostError
+from ctxstore.messages.tokens import MessageCounter, TokenCounter, message_counter
 from ctxstore.models import (
     BranchInfo,
     ChainSize,
@@ -51,35 +44,19 @@ from ctxstore.models import (
     NewMessage,
     ResolveResult,
     SavedHead,
-    StoredSummary,
 )
-from ctxstore.prompt.fragment import Fragment, copy_fragment, walk
+from ctxstore.prompt.fragment import Fragment
 from ctxstore.prompt.messages import LAST_ASSISTANT_METADATA, message_payload, stored_metadata
-from ctxstore.prompt.renderers import (
-    MarkdownRenderer,
-    Renderer,
-    TomlRenderer,
-    ToonRenderer,
-    XmlRenderer,
-)
+from ctxstore.prompt.renderers import Renderer
 from ctxstore.window.compaction import CompactionPolicy, CompactionResult, compaction
 from ctxstore.window.manager import ContextManager
 
 T = TypeVar("T")
 
-#: Renderers whose output depends on the fragments and their own settings only.
-_PURE_RENDERERS = (XmlRenderer, MarkdownRenderer, TomlRenderer, ToonRenderer)
-
-
-class Scope(TypedDict):
-    """The identity every call of an opened engine carries."""
-
-    user_id: str
-    incarnation: str | None
-
 
 class EngineCore:
-    """State and operations of one engine on one chat. Not safe to share between tasks."""
+    """One engine on one chat: its prompt buffer, its session, and the operations that join
+    them to the store. Not safe to share between tasks."""
 
     def __init__(
         self,
@@ -108,125 +85,54 @@ class EngineCore:
         #: The model whose tokenizer counts this engine's messages (None: ``o200k_base``).
         self.model = model
         self.count_message: MessageCounter = message_counter(model, estimate_tokens)
-        #: The stored tokens of the context (newest summary on) as the last read found them.
-        self.context_tokens = -1
-        self.summary: StoredSummary | None = None
-        self.chat_id = check_key_id(chat_id, "chat_id")
-        self.user_id = check_key_id(user_id, "user_id")
         append_ops.check_policy(on_conflict, get_args(ConflictPolicy), "on_conflict")
         self.on_conflict: ConflictPolicy = on_conflict
         metadata_args(metadata, state)  # refuse bad metadata now, not at the first call
         self._initial_metadata = dict(metadata) if metadata else None
-        self.chat: ChatMeta | None = None
-        self.branch = "main"
-        self.head: str | None = None
-        self._context: list[Fragment] = []
-        self._rendered: dict[tuple[type[Renderer], bool], str] = {}
-        self._materialized: list[bool] = []
-        self.pending: list[Fragment] = []
-        # The branch's last assistant message, for last_assistant_message(): known from a save,
-        # or found in the chain last read (searched only when a save needs it: a resolve of a
-        # long chain must not pay a scan of it).
-        self._last_assistant: str | None = None
-        self._last_assistant_known = False
-        self._read_chain: CachedChain | None = None
-        #: The newest message this engine saved on its branch (None before its first save, and
-        #: after it moved to another branch). A save made while another turn's message follows
-        #: it goes onto a side branch from it, never after that message.
-        self.anchor: str | None = None
-        #: The turn this engine is in (None outside ``turn()``): its writes carry its fence.
-        self.turn: turns.TurnGrant | None = None
-        self._turn_token = ""
-        #: Set when a write of a turn was refused (its lease was taken): the pending messages
-        #: go onto a side branch at the next save outside the turn.
-        self._lease_lost = False
+        self.prompt = PromptBuffer(self.count_message)
+        self.session = ChatSession(
+            check_key_id(chat_id, "chat_id"), check_key_id(user_id, "user_id")
+        )
 
-    # --- fragments -----------------------------------------------------------------------------
+    @property
+    def chat_id(self) -> str:
+        return self.session.chat_id
+
+    @property
+    def store_state(self) -> StoreState:
+        """The store's key names, limits and clock, for the operations of a streamed turn
+        (:mod:`ctxstore.engine.streamed`)."""
+        return self._state
+
+    @property
+    def _scope(self) -> Scope:
+        return self.session.scope
+
+    @property
+    def _write_scope(self) -> Scope:
+        return self.session.write_scope
+
+    # --- the prompt --------------------------------------------------------------------------
 
     def set(self, fragments: Iterable[Fragment]) -> None:
         """Queue message fragments; add the others to the context. Both are copied."""
-        for item in fragments:
-            if not isinstance(item, Fragment):
-                raise ValidationError(
-                    f"set() takes fragments, got {type(item).__name__}; build one with "
-                    "fragment(), hint(), user(), ..."
-                )
-            copied = copy_fragment(item)
-            if copied.is_message:
-                if not isinstance(copied.data, Mapping):
-                    raise ValidationError(f"message fragment {copied.name!r} holds no message dict")
-                self.pending.append(copied)
-            else:
-                self._context.append(copied)
-                self._materialized.append(False)
-                self._rendered.clear()
-
-    @property
-    def context(self) -> tuple[Fragment, ...]:
-        return tuple(self._context)
-
-    def materialize_context(self) -> Plan[None]:
-        """Materialize lazy data of fragments not materialized yet; each is done once."""
-        for index, item in enumerate(self._context):
-            if not self._materialized[index]:
-                self._context[index] = yield from walk(item, item.name)
-                self._materialized[index] = True
-                self._rendered.clear()
+        self.prompt.add(fragments)
 
     def materialized(self, operation: Operation[T]) -> Plan[T]:
         """``operation`` run once the context's lazy data is materialized (it renders)."""
-        yield from self.materialize_context()
+        yield from self.prompt.materialize()
         result: T = yield Run(operation)
         return result
-
-    def render(self, renderer: Renderer | None = None) -> str:
-        """The system prompt from the (materialized) context fragments.
-
-        The built-in renderers are pure functions of the fragments, so their output is kept
-        until the context changes: an engine resolving turn after turn renders once.
-        """
-        chosen = renderer or XmlRenderer()
-        if type(chosen) not in _PURE_RENDERERS:
-            return chosen.render(self._context)
-        key = (type(chosen), chosen.group_fragments)
-        rendered = self._rendered.get(key)
-        if rendered is None:
-            rendered = self._rendered[key] = chosen.render(self._context)
-        return rendered
 
     def resolved(self, chain: CachedChain, renderer: Renderer | None) -> ResolveResult:
         """The prompt and the messages: the chain's payloads (shared with the process cache,
         not copied: treat them as read-only), then copies of the pending messages. The newest
         summary, when the read stopped at one, goes into the system prompt."""
-        messages = chain.payloads()
-        messages += [message_payload(item) for item in self.pending]
-        return ResolveResult(self.system_prompt(renderer), messages, self.summary)
-
-    def system_prompt(self, renderer: Renderer | None) -> str:
-        """The rendered context, followed by the summary section when a summary applies."""
-        prompt = self.render(renderer)
-        if self.summary is None:
-            return prompt
-        section = summary_section(self.summary["content"])
-        return f"{prompt}\n\n{section}" if prompt else section
-
-    def counted(self, size: ChainSize, renderer: Renderer | None) -> int:
-        """What :meth:`resolved` would send, in tokens, from the stored counts: the system
-        message (with the summary section), the messages after the summary, the pending ones
-        and the reply priming."""
-        tokens = REPLY_PRIMING_TOKENS + size.context_tokens
-        if self.summary is not None:
-            tokens -= self.summary["tokens"]
-        prompt = self.system_prompt(renderer)
-        if prompt:
-            tokens += self.count_message({"role": "system", "content": prompt})
-        return tokens + sum(self.count_message(message_payload(item)) for item in self.pending)
+        summary = self.session.summary
+        messages = chain.payloads() + self.prompt.pending_payloads()
+        return ResolveResult(self.prompt.system_prompt(renderer, summary), messages, summary)
 
     # --- opening -------------------------------------------------------------------------------
-
-    @property
-    def opened(self) -> bool:
-        return self.chat is not None
 
     def open_op(self, *, load: bool, whole: bool = True) -> Operation[CachedChain | None]:
         """Upsert the chat as its owner, merge the constructor metadata once, load the branch.
@@ -235,68 +141,22 @@ class EngineCore:
         reads from the newest summary on)."""
         opened, chain = yield from opening.open_chat_op(
             self._state,
-            self.chat_id,
-            self.user_id,
+            self.session.chat_id,
+            self.session.user_id,
             self._initial_metadata,
             load=load,
             unless_summarized=not whole,
         )
         self._initial_metadata = None
-        self.chat = opened.chat
-        self._follow(opened.branch)
+        self.session.opened_chat(opened.chat, opened.branch)
         if chain is None:
             return EMPTY_CHAIN if not load else None
-        self.summary = None
-        self._learn_last_assistant(chain)
+        self.session.read_chain(opened.branch, chain, None, self.session.context_tokens)
         return chain
 
-    @property
-    def _scope(self) -> Scope:
-        """What every call of an opened engine carries: its user and the chat's incarnation, so
-        another owner's chat, or this chat deleted and re-created, is refused in the script."""
-        return {
-            "user_id": self.user_id,
-            "incarnation": self.chat.incarnation if self.chat is not None else None,
-        }
-
-    @property
-    def _write_scope(self) -> Scope:
-        """The scope of a write: inside a turn, the incarnation carries the turn's fencing
-        token, so the script refuses the write once another turn has taken the chat."""
-        scope = self._scope
-        if self.turn is not None:
-            scope["incarnation"] = turns.fenced(scope["incarnation"], self.turn.fence)
-        return scope
-
     def ensure_open(self) -> Operation[None]:
-        if not self.opened:
+        if not self.session.opened:
             yield from self.open_op(load=False)
-
-    def _follow(self, branch: BranchInfo) -> None:
-        """Work on ``branch`` from now on."""
-        if branch.name != self.branch or branch.head_message_id != self.head:
-            self._last_assistant_known = False
-        self.branch = branch.name
-        self.head = branch.head_message_id
-
-    def _learn_last_assistant(self, chain: CachedChain) -> None:
-        """Remember the chain read; its last assistant message is searched when needed."""
-        self._read_chain = chain
-        self._last_assistant_known = True
-        self._last_assistant = None
-
-    def _last_assistant_id(self) -> str | None:
-        if self._last_assistant is None and self._read_chain is not None:
-            self._last_assistant = next(
-                (
-                    item["id"]
-                    for item in self._read_chain.newest_first()
-                    if item["message"].get("role") == "assistant"
-                ),
-                None,
-            )
-            self._read_chain = None
-        return self._last_assistant
 
     # --- reading and saving ----------------------------------------------------------------
 
@@ -316,17 +176,15 @@ class EngineCore:
             max_tokens=max_tokens, max_messages=max_messages, after_summary=not full
         )
         plain = not window.cuts and self.manager is None  # a manager needs the stored size
-        if not self.opened:
+        if not self.session.opened:
             opened = yield from self.open_op(load=plain, whole=full)
             if opened is not None and plain:
                 return opened
         info, chain, reply = yield from reads.read_branch(
-            self._state, self.chat_id, self.branch, window=window, **self._scope
+            self._state, self.chat_id, self.session.branch, window=window, **self._scope
         )
-        self.summary = reads.branch_summary(self._state, self.chat_id, reply)
-        self.context_tokens = reply.context_tokens
-        self._follow(info)
-        self._learn_last_assistant(chain)
+        summary = reads.branch_summary(self._state, self.chat_id, reply)
+        self.session.read_chain(info, chain, summary, reply.context_tokens)
         return chain
 
     def resolve_plan(
@@ -336,7 +194,7 @@ class EngineCore:
         the context is past it, compact under the chat's lease and read again (within the
         threshold if another summarizer held the chat). Lazy context data is materialized
         first; the engines answer its effects (awaits, the manager's summarizer)."""
-        yield from self.materialize_context()
+        yield from self.prompt.materialize()
         chain: CachedChain = yield Run(
             self.resolve_op(max_tokens=max_tokens, max_messages=max_messages, full=full)
         )
@@ -352,11 +210,12 @@ class EngineCore:
     def compaction_due(self, full: bool) -> bool:
         """Whether the context just read is past the manager's hard threshold (compact inline
         before the LLM call)."""
+        context = self.session.context_tokens
         return (
             not full
             and self.manager is not None
-            and self.context_tokens >= self.manager.hard_tokens
-            and self.context_tokens >= 0
+            and context >= self.manager.hard_tokens
+            and context >= 0
         )
 
     def compaction_steps(self) -> Plan[CompactionResult]:
@@ -369,7 +228,7 @@ class EngineCore:
         return compaction(
             self._state,
             self.chat_id,
-            self.branch,
+            self.session.branch,
             policy,
             self.count_message,
             **self._scope,
@@ -410,29 +269,28 @@ class EngineCore:
         info, _chain, reply = yield from reads.read_branch(
             self._state,
             self.chat_id,
-            self.branch,
+            self.session.branch,
             window=reads.Window(count_only=True, after_summary=True),
             **self._scope,
         )
-        self._follow(info)
-        self.summary = reads.branch_summary(self._state, self.chat_id, reply)
+        self.session.read_size(info, reads.branch_summary(self._state, self.chat_id, reply))
         return ChainSize(reply.length, reply.tokens, reply.context_tokens, None)
 
     def inspect_op(self, model: str | None, renderer: Renderer | None) -> Operation[dict[str, Any]]:
         """A JSON-serializable snapshot of what the next call would send and what it costs
-        (see :func:`ctxstore.context.inspection.snapshot`): two round trips (the chain's size,
+        (see :func:`ctxstore.engine.inspection.snapshot`): two round trips (the chain's size,
         the chat's graph), no message payload read."""
         size = yield from self._size_op()
         chat_graph = yield from graph_ops.get_graph(self._state, self.chat_id, **self._scope)
         chosen = model if model is not None else self.model
         counter = self.count_message if chosen == self.model else message_counter(chosen)
-        return snapshot(self, size, chat_graph, chosen, counter, renderer)
+        return snapshot(self.prompt, self.session, size, chat_graph, chosen, counter, renderer)
 
     def token_count_op(self, renderer: Renderer | None) -> Operation[int]:
         """The tokens the next ``resolve()`` would send given what is stored now: one round
         trip, no payload (the summary's text comes back for the system prompt's count)."""
         size = yield from self._size_op()
-        return self.counted(size, renderer)
+        return self.prompt.count(size.context_tokens, self.session.summary, renderer)
 
     def save_op(self) -> Operation[SavedHead | None]:
         """Persist the pending messages in one append; returns the new head.
@@ -448,28 +306,33 @@ class EngineCore:
         head. A turn's write refused for a lost lease keeps the pending messages; the next save
         outside the turn puts them on a side branch from the anchor.
         """
+        session, pending = self.session, self.prompt.pending
         yield from self.ensure_open()
-        if not self.pending:
-            return None if self.head is None else SavedHead(self.head, branch=self.branch)
-        if self._needs_last_assistant():
+        if not pending:
+            return None if session.head is None else SavedHead(session.head, branch=session.branch)
+        if not session.knows_last_assistant and any(map(_replaces_last_assistant, pending)):
             yield from self.resolve_op()
-        aside = self._lease_lost and self.turn is None
-        start = self.anchor if self.anchor is not None else self.head
+        aside = session.lease_lost and session.turn is None
+        start = session.anchor if session.anchor is not None else session.head
         if aside and start is not None:
             side: BranchInfo = yield from branches.create_branch(
-                self._state, self.chat_id, start, base=self.branch, activate=False, **self._scope
+                self._state,
+                self.chat_id,
+                start,
+                base=session.branch,
+                activate=False,
+                **self._scope,
             )
-            self._follow(side)
-            self.anchor = start
-        expected, policy = self.head, self.on_conflict
-        if policy == "rebase" and self.anchor is not None:
-            expected, policy = self.anchor, "fork"
-        items = [self._as_new_message(item) for item in self.pending]
+            session.stepped_aside(side, start)
+        expected, policy = session.head, self.on_conflict
+        if policy == "rebase" and session.anchor is not None:
+            expected, policy = session.anchor, "fork"
+        items = [self._as_new_message(item) for item in pending]
         try:
             result = yield from append_ops.append(
                 self._state,
                 self.chat_id,
-                self.branch,
+                session.branch,
                 items,
                 expected_head=expected,
                 on_conflict=policy,
@@ -479,20 +342,15 @@ class EngineCore:
                 **self._write_scope,
             )
         except LeaseLostError:
-            self._lease_lost = True
+            session.lost_lease()
             raise
-        saved_assistants = [
+        assistants = [
             stored_id
-            for stored_id, item in zip(result.message_ids, self.pending, strict=True)
+            for stored_id, item in zip(result.message_ids, pending, strict=True)
             if item.data.get("role") == "assistant"
         ]
-        self.branch = result.branch
-        self.head = self.anchor = result.head_message_id
-        self._lease_lost = False
-        if saved_assistants:
-            self._last_assistant = saved_assistants[-1]
-            self._read_chain = None
-        self.pending = []
+        session.saved(result, assistants)
+        self.prompt.drop_pending()
         forked_at = expected if result.conflict_fork is not None else None
         if aside:
             forked_at = start
@@ -503,19 +361,12 @@ class EngineCore:
             forked_at=forked_at,
         )
 
-    def _needs_last_assistant(self) -> bool:
-        return (
-            not self._last_assistant_known
-            and self.head is not None
-            and any(_replaces_last_assistant(item) for item in self.pending)
-        )
-
     def _as_new_message(self, item: Fragment) -> NewMessage:
         metadata = stored_metadata(item)
-        if _replaces_last_assistant(item) and self._last_assistant_id() is not None:
-            return NewMessage(
-                message_payload(item), id=self._last_assistant_id(), metadata=metadata
-            )
+        if _replaces_last_assistant(item):
+            last = self.session.last_assistant_id()
+            if last is not None:
+                return NewMessage(message_payload(item), id=last, metadata=metadata)
         return NewMessage(message_payload(item), id=item.id, metadata=metadata)
 
     # --- turns -------------------------------------------------------------------------------
@@ -525,7 +376,7 @@ class EngineCore:
     ) -> Plan[turns.TurnGrant]:
         """Open the chat, then take its turn lease by ``strategy`` (a plan: "enqueue" pauses
         between looks); the engine's writes carry the fence until :meth:`end_turn_op`."""
-        if self.turn is not None:
+        if self.session.turn is not None:
             raise ConfigurationError("this engine is already in a turn; turns do not nest")
         yield Run(self.ensure_open())
         token = turns.new_turn_token()
@@ -538,32 +389,31 @@ class EngineCore:
             wait=wait,
             **self._scope,
         )
-        self.turn, self._turn_token = grant, token
-        self._lease_lost = False
+        self.session.began_turn(grant, token)
         return grant
 
     def extend_turn_op(self, lease: float) -> Operation[turns.TurnGrant]:
         """Run the turn's lease ``lease`` seconds from now (``LeaseLostError`` if it is gone)."""
-        if self.turn is None:
+        if self.session.turn is None:
             raise ConfigurationError("extend() is for a turn in progress")
         try:
             grant = yield from turns.extend_turn(
                 self._state,
                 self.chat_id,
-                self._turn_token,
+                self.session.turn_token,
                 turns.milliseconds(lease),
                 **self._scope,
             )
         except LeaseLostError:
-            self._lease_lost = True
+            self.session.lost_lease()
             raise
-        self.turn = grant
+        self.session.extended_turn(grant)
         return grant
 
     def end_turn_op(self) -> Operation[bool]:
         """Leave the turn (writes no longer carry its fence) and give the lease back if it is
         still this turn's; True when it was."""
-        token, self.turn, self._turn_token = self._turn_token, None, ""
+        token = self.session.ended_turn()
         if not token:
             return False
         given: bool = yield from turns.give_turn(self._state, self.chat_id, token, **self._scope)
@@ -579,7 +429,7 @@ class EngineCore:
                 self._state,
                 self.chat_id,
                 message_id,
-                base=self.branch,
+                base=self.session.branch,
                 activate=True,
                 **self._write_scope,
             )
@@ -593,7 +443,7 @@ class EngineCore:
                 self._state,
                 self.chat_id,
                 name,
-                base=self.branch,
+                base=self.session.branch,
                 activate=True,
                 **self._write_scope,
             )
@@ -605,20 +455,9 @@ class EngineCore:
         then work on the branch it returns, without the pending messages of the old one."""
         yield from self.ensure_open()
         info: BranchInfo = yield from branch_op()
-        self._follow(info)
-        self.pending = []
-        self.anchor = None
-        self._lease_lost = False
+        self.session.moved(info)
+        self.prompt.drop_pending()
         return info
-
-    def _saved_head(self, operation: str) -> str:
-        """The head, for operations that start from a message; the branch must have one."""
-        if self.head is None:
-            raise EmptyBranchError(
-                f"{operation}() needs a saved message on branch {self.branch!r} "
-                f"of chat {self.chat_id!r}"
-            )
-        return self.head
 
     def btw_op(self) -> Operation[BranchInfo]:
         """A side branch at the current head, not activated; the engine stays where it is."""
@@ -626,8 +465,8 @@ class EngineCore:
         info: BranchInfo = yield from branches.create_branch(
             self._state,
             self.chat_id,
-            self._saved_head("btw"),
-            base=self.branch,
+            self.session.saved_head("btw"),
+            base=self.session.branch,
             activate=False,
             **self._write_scope,
         )
@@ -644,7 +483,11 @@ class EngineCore:
         """Name the current head; an existing checkpoint of that name moves here."""
         yield from self.ensure_open()
         info: CheckpointInfo = yield from checkpoints.upsert_checkpoint(
-            self._state, self.chat_id, name, self._saved_head("checkpoint"), **self._write_scope
+            self._state,
+            self.chat_id,
+            name,
+            self.session.saved_head("checkpoint"),
+            **self._write_scope,
         )
         return info
 
@@ -654,10 +497,11 @@ class EngineCore:
         self, title: str | None, metadata: Mapping[str, Any] | None
     ) -> Operation[ChatMeta]:
         yield from self.ensure_open()
-        self.chat = yield from chats.update_chat(
+        chat = yield from chats.update_chat(
             self._state, self.chat_id, title=title, metadata=metadata, **self._write_scope
         )
-        return self.chat
+        self.session.chat_changed(chat)
+        return chat
 
     def track_usage_op(self, usage: Mapping[str, Any] | object) -> Operation[dict[str, int]]:
         """Add token usage (a dict, or a litellm / OpenAI usage object) to the chat's totals."""
@@ -665,18 +509,13 @@ class EngineCore:
         totals: dict[str, int] = yield from chats.add_usage(
             self._state, self.chat_id, usage, **self._write_scope
         )
-        if self.chat is not None:
-            metadata = {**self.chat.metadata, "usage": totals}
-            self.chat = self.chat.model_copy(update={"metadata": metadata})
+        chat = self.session.chat
+        if chat is not None:
+            metadata = {**chat.metadata, "usage": totals}
+            self.session.chat_changed(chat.model_copy(update={"metadata": metadata}))
         return totals
 
     # --- answer streams ----------------------------------------------------------------------
-
-    @property
-    def store_state(self) -> StoreState:
-        """The store's key names, limits and clock, for the operations of a streamed turn
-        (:mod:`ctxstore.context.streamed_turn`)."""
-        return self._state
 
     def stream_scope(self, *, fenced: bool) -> Scope:
         """What a streamed turn's calls carry: with ``fenced``, the turn's fence too (the
@@ -688,7 +527,7 @@ class EngineCore:
         """The stream id of the answer being streamed on this engine's branch, or None."""
         yield from self.ensure_open()
         found: str | None = yield from answer_stream.active_stream(
-            self._state, self.chat_id, self.branch, **self._scope
+            self._state, self.chat_id, self.session.branch, **self._scope
         )
         return found
 

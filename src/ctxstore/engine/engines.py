@@ -1,6 +1,6 @@
 """ContextEngine and AsyncContextEngine: one chat's context, as a sync or an async API.
 
-Both are thin shells over :class:`~ctxstore.context.engine_core.EngineCore`: every method runs
+Both are thin shells over :class:`~ctxstore.engine.core.EngineCore`: every method runs
 one core operation with the store's ``run`` (sync) or ``await run`` (async). They have the same
 names and signatures; a test checks it. An engine is cheap: make one per request or task, and
 do not share one between concurrent tasks.
@@ -30,6 +30,7 @@ from ctxstore._base.plans import (
     performer,
     run_plan,
 )
+from ctxstore._base.twins import documented_by
 from ctxstore._core.ops.streams import DEFAULT_STREAM_TTL, DEFAULT_WRITER_TTL
 from ctxstore._core.ops.turns import TurnStrategy
 from ctxstore.engine.core import EngineCore
@@ -98,42 +99,42 @@ class _EngineBase(Generic[StoreT]):
     @property
     def chat_id(self) -> str:
         """The chat this engine works on."""
-        return self._core.chat_id
+        return self._core.session.chat_id
 
     @property
     def user_id(self) -> str:
         """The user the engine acts for (the chat's owner)."""
-        return self._core.user_id
+        return self._core.session.user_id
 
     @property
     def branch(self) -> str:
         """The branch this engine works on: ``"main"`` until the chat is opened."""
-        return self._core.branch
+        return self._core.session.branch
 
     @property
     def head_message_id(self) -> str | None:
         """The head of the branch as this engine last saw it; None before any message."""
-        return self._core.head
+        return self._core.session.head
 
     @property
     def chat(self) -> ChatMeta | None:
         """The chat's fields as last read or written; None before the chat is opened."""
-        return self._core.chat
+        return self._core.session.chat
 
     @property
     def pending(self) -> tuple[Fragment, ...]:
         """Message fragments set but not saved yet."""
-        return tuple(self._core.pending)
+        return tuple(self._core.prompt.pending)
 
     @property
     def context(self) -> tuple[Fragment, ...]:
         """The context fragments the system prompt is rendered from."""
-        return self._core.context
+        return self._core.prompt.context
 
     def render(self, renderer: Renderer | None = None) -> str:
         """The system prompt alone, no I/O (lazy data must be materialized: see resolve())."""
-        run_plan(self._core.materialize_context(), performer(handle=await_on_private_loop))
-        return self._core.render(renderer)
+        run_plan(self._core.prompt.materialize(), performer(handle=await_on_private_loop))
+        return self._core.prompt.render(renderer)
 
 
 class ContextEngine(_EngineBase[Store]):
@@ -271,6 +272,7 @@ class ContextEngine(_EngineBase[Store]):
         return self._store.run(self._core.active_stream_op())
 
 
+@documented_by(ContextEngine)
 class AsyncContextEngine(_EngineBase[AsyncStore]):
     """The context of one chat for one user, on an :class:`~ctxstore.AsyncStore`."""
 
@@ -290,7 +292,7 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
         return aperformer(self._store.run, effect)
 
     def set(self, *fragments: Fragment) -> AsyncContextEngine:
-        """Add fragments: messages are queued for save(), the rest join the context."""
+        """The async form of :meth:`ContextEngine.set`."""
         self._core.set(fragments)
         return self
 
@@ -302,33 +304,24 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
         max_messages: int | None = None,
         full: bool = False,
     ) -> ResolveResult:
-        """The system prompt and the messages (persisted chain, then pending): one round trip.
-
-        The chain starts after its newest summary (whose text joins the system prompt) unless
-        ``full``; ``max_tokens`` / ``max_messages`` keep only the newest messages within that
-        budget (the summary counts, the rendered fragments do not; a tool call is never cut
-        from its results; when nothing fits, the newest message comes with its tool group).
-        """
+        """The async form of :meth:`ContextEngine.resolve`."""
         plan = self._core.resolve_plan(max_tokens, max_messages, full)
         return self._core.resolved(await arun_plan(plan, self._perform), renderer)
 
     async def inspect(
         self, model: str | None = None, renderer: Renderer | None = None
     ) -> dict[str, Any]:
-        """A JSON-serializable snapshot of the next call: token and cost estimate with the
-        model's limits, the rendered prompt, the fragments, the chat's graph, the time."""
+        """The async form of :meth:`ContextEngine.inspect`."""
         operation = self._core.inspect_op(model, renderer)
         return await arun_plan(self._core.materialized(operation), self._perform)
 
     async def token_count(self, renderer: Renderer | None = None) -> int:
-        """The tokens the next ``resolve()`` would send (system prompt, summary, messages,
-        pending ones), from the counts stored at save: one round trip, no payload read."""
+        """The async form of :meth:`ContextEngine.token_count`."""
         operation = self._core.token_count_op(renderer)
         return await arun_plan(self._core.materialized(operation), self._perform)
 
     async def save(self) -> SavedHead | None:
-        """Persist the pending messages (one round trip); returns the new head, which also says
-        where the save went (``.branch``, ``.forked_at``: see :class:`SavedHead`)."""
+        """The async form of :meth:`ContextEngine.save`."""
         return await self._store.run(self._core.save_op())
 
     def turn(
@@ -338,41 +331,37 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
         lease: float | timedelta = 30.0,
         wait: float | timedelta = 10.0,
     ) -> AsyncTurn:
-        """A turn holding the chat's lease (an async context manager): its writes carry a
-        fencing token that another turn's lease makes stale. A second turn on a busy chat:
-        ``"reject"`` raises ``ChatBusyError`` at once, ``"enqueue"`` waits up to ``wait``
-        seconds, ``"interrupt"`` takes the chat over (the old turn's writes raise
-        ``LeaseLostError``). ``lease``: seconds the lease lasts (``turn.extend()`` runs it on)."""
+        """The async form of :meth:`ContextEngine.turn`."""
         return AsyncTurn(self._store, self._core, strategy, lease, wait)
 
     async def rewind(self, message_id: str) -> BranchInfo:
-        """Branch at ``message_id`` and work there; pending messages are dropped."""
+        """The async form of :meth:`ContextEngine.rewind`."""
         return await self._store.run(self._core.rewind_op(message_id))
 
     async def btw(self) -> BranchInfo:
-        """A side branch at the current head, not activated; pending messages are kept."""
+        """The async form of :meth:`ContextEngine.btw`."""
         return await self._store.run(self._core.btw_op())
 
     async def switch_branch(self, name: str) -> BranchInfo:
-        """Activate ``name`` and work there; pending messages are dropped."""
+        """The async form of :meth:`ContextEngine.switch_branch`."""
         return await self._store.run(self._core.switch_branch_op(name))
 
     async def checkpoint(self, name: str) -> CheckpointInfo:
-        """Name the current head."""
+        """The async form of :meth:`ContextEngine.checkpoint`."""
         return await self._store.run(self._core.checkpoint_op(name))
 
     async def restore(self, name: str) -> BranchInfo:
-        """Rewind to a checkpoint's message."""
+        """The async form of :meth:`ContextEngine.restore`."""
         return await self._store.run(self._core.restore_op(name))
 
     async def update_chat(
         self, *, title: str | None = None, metadata: Mapping[str, Any] | None = None
     ) -> ChatMeta:
-        """Replace the title, shallow-merge metadata."""
+        """The async form of :meth:`ContextEngine.update_chat`."""
         return await self._store.run(self._core.update_chat_op(title, metadata))
 
     async def track_usage(self, usage: Mapping[str, Any] | object) -> dict[str, int]:
-        """Add an LLM call's token usage to ``chat.metadata["usage"]``; returns the totals."""
+        """The async form of :meth:`ContextEngine.track_usage`."""
         return await self._store.run(self._core.track_usage_op(usage))
 
     async def stream_turn(
@@ -387,13 +376,7 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
         writer_ttl: float | timedelta = DEFAULT_WRITER_TTL,
         **litellm_kwargs: Any,
     ) -> AsyncStreamedTurn:
-        """Resolve, start the answer's stream, call ``litellm.acompletion(stream=True)``;
-        ``async for`` the result for the chunks. At the end the pending messages and the answer
-        are saved in one append, the usage tracked, and on the chat's first turn a title set
-        (``title_model``, default ``model``; ``title_options`` go to that call). The text is
-        mirrored into Redis for ``store.read_stream`` until ``stream_ttl`` after the end; a
-        stream whose writer wrote nothing for ``writer_ttl`` counts as stopped. An error or a
-        stop saves nothing."""
+        """The async form of :meth:`ContextEngine.stream_turn`."""
         options = StreamOptions.of(
             stream_ttl=stream_ttl,
             writer_ttl=writer_ttl,
@@ -405,5 +388,5 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
         return await AsyncStreamedTurn.start(self._store, plan, await self.resolve(renderer))
 
     async def active_stream(self) -> str | None:
-        """The stream id of an answer being streamed on this engine's branch, or None."""
+        """The async form of :meth:`ContextEngine.active_stream`."""
         return await self._store.run(self._core.active_stream_op())

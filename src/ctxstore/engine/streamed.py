@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING, Any, Final
 
 from ctxstore._base.litellm import import_litellm
 from ctxstore._base.plans import Effect, Emit, Plan, Run, adrive, aperformer, drive, performer
+from ctxstore._base.twins import documented_by
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.protocol import Operation
 from ctxstore.engine.core import EngineCore
@@ -247,7 +248,7 @@ class StreamedTurnPlan:
             answer_stream.begin_stream(
                 engine.store_state,
                 engine.chat_id,
-                engine.branch,
+                engine.session.branch,
                 writer_ttl_ms=self._options.writer_ttl_ms,
                 **engine.stream_scope(fenced=True),
             )
@@ -281,12 +282,13 @@ class StreamedTurnPlan:
         engine = self._engine
         if (
             not self._options.title
-            or engine.head is not None
-            or engine.chat is None
-            or engine.chat.title is not None
+            or engine.session.head is not None
+            or engine.session.chat is None
+            or engine.session.chat.title is not None
         ):
             return None
-        return next((item for item in engine.pending if item.data.get("role") == "user"), None)
+        pending = engine.prompt.pending
+        return next((item for item in pending if item.data.get("role") == "user"), None)
 
     # --- streaming ---------------------------------------------------------------------------
 
@@ -539,6 +541,7 @@ class StreamedTurn(_StreamedTurnBase):
         raise AssertionError(f"unknown step {step!r}")
 
 
+@documented_by(StreamedTurn)
 class AsyncStreamedTurn(_StreamedTurnBase):
     """A streamed turn on an async engine: ``async for`` it for the model's chunks (once).
     ``aclose()`` (or leaving ``async with``) before the end stops it: nothing is saved."""
@@ -555,8 +558,7 @@ class AsyncStreamedTurn(_StreamedTurnBase):
     async def start(
         cls, store: AsyncStore, plan: StreamedTurnPlan, context: ResolveResult
     ) -> AsyncStreamedTurn:
-        """Start the stream and call the model; the turn is then ready to iterate (the engine's
-        ``stream_turn`` calls this)."""
+        """The async form of :meth:`StreamedTurn.start`."""
         turn = cls(store, plan)
         async for _ in turn._drive(plan.start(context)):
             raise AssertionError("a turn hands nothing out before it is read")
@@ -570,7 +572,7 @@ class AsyncStreamedTurn(_StreamedTurnBase):
         return iterator
 
     async def aclose(self) -> None:
-        """Stop the turn unless it ended: nothing is saved, the stream is marked failed."""
+        """The async form of :meth:`StreamedTurn.close`."""
         iterator = self._iterator() if self._iterator is not None else None
         if iterator is not None and self._plan.read:
             await iterator.aclose()  # type: ignore[attr-defined]

@@ -2,7 +2,8 @@
 
 A turn takes the chat's lease on entry and gives it back on exit; while it runs, every write of
 the engine carries the turn's fencing token, and a write whose token another turn has made stale
-raises :class:`~ctxstore.errors.LeaseLostError` and writes nothing (see :mod:`ctxstore.core.turns`).
+raises :class:`~ctxstore.errors.LeaseLostError` and writes nothing (see
+:mod:`ctxstore._core.ops.turns`).
 :class:`Turn` is the sync context manager, :class:`AsyncTurn` the async one; the logic is the
 engine core's (``begin_turn``, ``extend_turn_op``, ``end_turn_op``), so the two only drive it.
 """
@@ -15,6 +16,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Generic, TypeVar
 
 from ctxstore._base.plans import aperformer, arun_plan, performer, run_plan
+from ctxstore._base.twins import documented_by
 from ctxstore._core.ops import turns
 from ctxstore.errors import CtxStoreError
 
@@ -108,6 +110,7 @@ class Turn(_TurnBase["Store"]):
         return self._grant.expires_at
 
 
+@documented_by(Turn)
 class AsyncTurn(_TurnBase["AsyncStore"]):
     """A turn on an async engine: ``async with engine.turn("enqueue"): ...``."""
 
@@ -128,7 +131,6 @@ class AsyncTurn(_TurnBase["AsyncStore"]):
             self._released(error, exc is not None)
 
     async def extend(self, lease: float | timedelta | None = None) -> int:
-        """Run the lease ``lease`` seconds (default: the turn's) from now; returns the new
-        expiry (epoch ms). ``LeaseLostError`` when another turn has taken the chat."""
+        """The async form of :meth:`Turn.extend`."""
         self._grant = await self._store.run(self._core.extend_turn_op(self._lease_for(lease)))
         return self._grant.expires_at

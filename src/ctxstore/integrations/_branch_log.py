@@ -2,7 +2,7 @@
 
 Frameworks keep a conversation as a list they read, extend, shorten by one and clear. Here that
 list is the chain of the chat's active branch, and each verb is one core operation (a generator
-of calls), so a sync :class:`~ctxstore.store.Store` and an :class:`~ctxstore.async_store.
+of calls), so a sync :class:`~ctxstore.store.Store` and an :class:`~ctxstore.store.async_store.
 AsyncStore` run the same logic; on a sync store the async verbs run in a worker thread.
 
 - read: the active branch's chain (the newest ``limit`` messages), one round trip; a missing
@@ -14,7 +14,7 @@ AsyncStore` run the same logic; on a sync store the async verbs run in a worker 
   its parent and becomes the active one.
 - clear: the chat is deleted, every branch with it; the next write creates it anew.
 
-Payloads are appended as :class:`~ctxstore.results.NewMessage` without an id: ids inside a
+Payloads are appended as :class:`~ctxstore.models.NewMessage` without an id: ids inside a
 framework's items (``"id": "__fake_id__"``, ``"msg_..."``) stay payload and never become
 ctxstore message ids.
 """
@@ -26,7 +26,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from ctxstore._core.ids import check_key_id
+from ctxstore._base.ids import check_key_id
 from ctxstore._core.ops import append as append_ops
 from ctxstore._core.ops import reads
 from ctxstore._core.ops.branches import create_branch

@@ -23,7 +23,7 @@ their ids and arguments. LangChain's message ids and ``response_metadata`` are n
   compare-and-set with ``on_conflict="rebase"``: any number of workers lose nothing.
 - ``clear`` / ``aclear``: deletes the chat (every branch); the next write creates it anew.
 
-``store=`` takes a :class:`~ctxstore.store.Store` or an :class:`~ctxstore.async_store.AsyncStore`
+``store=`` takes a :class:`~ctxstore.store.Store` or an :class:`~ctxstore.store.AsyncStore`
 (``url=`` instead opens a sync store). On a sync store the async methods run in a worker thread;
 on an AsyncStore only the async methods work (a sync one raises ConfigurationError).
 """

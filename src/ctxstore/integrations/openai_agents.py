@@ -26,7 +26,7 @@ them (messages, ``function_call``, ``function_call_output``, ``reasoning``, ...)
   appended by another worker while a pop runs stays on the branch the pop left.
 - ``clear_session()``: deletes the chat, every branch with it.
 
-``store=`` takes a :class:`~ctxstore.store.Store` or an :class:`~ctxstore.async_store.AsyncStore`
+``store=`` takes a :class:`~ctxstore.store.Store` or an :class:`~ctxstore.store.AsyncStore`
 (``url=`` instead opens a sync store, which serves any event loop, as ``Runner.run_sync``'s
 needs). On a sync store each call runs in a worker thread (``asyncio.to_thread``).
 """

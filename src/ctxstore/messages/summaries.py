@@ -27,7 +27,7 @@ def summary_section(text: str) -> str:
 
 def summary_message(summary: StoredSummary) -> dict[str, Any]:
     """The summary as a message of a plain list: an assistant message marked as a context
-    summary (``ctxstore.is_context_summary`` tells; ``prepare_messages`` moves it into the
+    summary (``ctxstore.messages.is_context_summary`` tells; ``prepare_messages`` moves it into the
     system prompt, so no marker reaches a provider)."""
     return {
         "role": "assistant",

@@ -10,7 +10,7 @@ own (``function_call``, ``custom_tool_call``, ``computer_call``, ``local_shell_c
 followed by its ``*_output`` items, and parallel calls come as ``[call1, call2, out1, out2]``.
 Which call an output answers is not known without reading both, and a cut is decided from
 one flag per message (the store keeps it beside each message, see
-:mod:`ctxstore.core.token_entries`), so every call item and every output item *continues* the
+:mod:`ctxstore._core.format.tokens`), so every call item and every output item *continues* the
 group of the item before it: a run of calls and outputs stays whole with the item that
 precedes it (the user message, or the reasoning item a reasoning model needs before its
 calls), and no cut separates an output from a call before it in the run.

@@ -1,13 +1,13 @@
 """Domain fragments: the business knowledge an agent is told about (terms, rules, examples...).
 
-Every builder returns a plain :class:`~ctxstore.context.fragment.Fragment` whose name and data
+Every builder returns a plain :class:`~ctxstore.prompt.fragment.Fragment` whose name and data
 shape follow ``@deepagents/context``, so prompts rendered from either library look alike and
-serialized fragments (:mod:`ctxstore.context.serialization`) carry the same fields.
+serialized fragments (:mod:`ctxstore.prompt.serialization`) carry the same fields.
 
 Builders check their input at once: a required field must be a non-empty string (or list), an
 optional one may be None. Optional fields that are empty (None, ``""``, whitespace, an empty
 list or dict) are left out of the data, so a renderer never prints an empty ``<reason/>``. The
-small validators below are shared with :mod:`ctxstore.context.user_context`.
+small validators below are shared with :mod:`ctxstore.prompt.user_context`.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ The serialized form of a fragment is a dict with a ``type`` key and the fields o
     {"type": "glossary", "entries": {"revenue": "SUM(amount)"}}
     {"type": "policy", "rule": "...", "policies": [{"type": "policy", "rule": "..."}, "..."]}
 
-Every builder of :mod:`~ctxstore.context.domain` and :mod:`~ctxstore.context.user_context` has
-its type (the fragment's name; ``styleGuide`` for :func:`~ctxstore.context.domain.style_guide`),
+Every builder of :mod:`~ctxstore.prompt.domain` and :mod:`~ctxstore.prompt.user_context` has
+its type (the fragment's name; ``styleGuide`` for :func:`~ctxstore.prompt.domain.style_guide`),
 whose fields are the builder's parameters. Any other fragment, including a built-in name whose
 data no builder would produce, or one with an id or metadata (message fragments too), takes the
 generic form, which round-trips it exactly::

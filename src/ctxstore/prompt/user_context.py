@@ -1,6 +1,6 @@
 """User fragments: who the user is, who the agent plays, and what this user means and wants.
 
-Same rules as :mod:`ctxstore.context.domain`: names and data shapes follow
+Same rules as :mod:`ctxstore.prompt.domain`: names and data shapes follow
 ``@deepagents/context``, input is checked at once, and empty optional fields are left out.
 """
 

@@ -2,22 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
-from ctxstore._core.durability import DEFAULT_DURABILITY_TIMEOUT, Durability, durability_setting
+from ctxstore._core.durability import Durability, durability_of
 from ctxstore._core.keys import Keyspace
 from ctxstore._core.server_checks import durability_checked_key
-from ctxstore._core.state import (
-    StoreState,
-    server_checked,
-    shared_chain_cache,
-    shared_owner_cache,
-    wall_clock_ms,
-)
+from ctxstore._core.state import REGISTRY, StoreState, wall_clock_ms
 from ctxstore.errors import ConfigurationError
-from ctxstore.messages.tokens import TokenCounter, message_counter
-from ctxstore.settings import TTL, Limits, ttl_ms
+from ctxstore.messages.tokens import message_counter
+from ctxstore.settings import Settings
 from ctxstore.store.connection import (
     DEFAULT_SOCKET_TIMEOUT,
     adopt_client,
@@ -30,39 +23,21 @@ from ctxstore.store.connection import (
 
 
 def store_parts(
-    url: str | Any | None,
-    *,
-    asynchronous: bool,
-    namespace: str | None,
-    prefix: str,
-    limits: Limits | None,
-    clock: Callable[[], int] | None,
-    options: dict[str, Any],
-    cache_bytes: int | None = None,
-    token_model: str | None = None,
-    estimate_tokens: TokenCounter | None = None,
-    durability: object = None,
-    durability_timeout: object = DEFAULT_DURABILITY_TIMEOUT,
-    ttl: TTL = None,
+    url: str | Any | None, *, asynchronous: bool, settings: Settings
 ) -> tuple[Any, StoreState, bool]:
     """(client, state, whether the store owns the client) for a URL or an existing client.
 
-    The keyspace is validated before any client is made, so a bad namespace fails fast. Stores
-    made from the same URL share what they learn (chat owners, chains read, the eviction check)
-    within the process; stores around a client passed in keep theirs private.
+    ``settings`` were checked when they were built, so a bad namespace fails before any client
+    is made. Stores made from the same URL share what they learn (chat owners, chains read, the
+    eviction check) within the process (see :class:`~ctxstore._core.state.ServerRegistry`);
+    stores around a client passed in keep theirs private.
     """
-    if cache_bytes is not None and (
-        isinstance(cache_bytes, bool) or not isinstance(cache_bytes, int) or cache_bytes < 0
-    ):
-        raise ConfigurationError(f"cache_bytes must be a non-negative integer, got {cache_bytes!r}")
-    counter = message_counter(token_model, estimate_tokens)
-    default_ttl = ttl_ms(ttl)
-    keyspace = Keyspace(prefix=prefix, namespace=namespace)
+    keyspace = Keyspace(prefix=settings.prefix, namespace=settings.namespace)
+    options = dict(settings.redis_options)
     if url is None or isinstance(url, str):
         target = parse_url(url)
         durable = _durability(
-            durability,
-            durability_timeout,
+            settings,
             embedded=target.kind == "memory",
             socket_timeout=options.get("socket_timeout", DEFAULT_SOCKET_TIMEOUT),
         )
@@ -73,39 +48,35 @@ def store_parts(
     else:
         client = adopt_client(url, asynchronous=asynchronous)
         durable = _durability(
-            durability,
-            durability_timeout,
-            embedded=is_memory_client(client),
-            socket_timeout=socket_timeout_of(client),
+            settings, embedded=is_memory_client(client), socket_timeout=socket_timeout_of(client)
         )
         owns = False
         server = None
     state = StoreState(
+        settings=settings,
         keyspace=keyspace,
-        limits=limits or Limits(),
-        clock=clock or wall_clock_ms,
-        owners=shared_owner_cache(server, keyspace.base),
-        check_server=not is_memory_client(client) and not server_checked(server),
+        clock=settings.clock or wall_clock_ms,
+        message_tokens=message_counter(settings.token_model, settings.estimate_tokens),
+        caches=REGISTRY.caches(server, keyspace.base, settings.cache_bytes),
         server=server,
-        cache=shared_chain_cache(server, keyspace.base, cache_bytes),
         cluster=is_cluster_client(client),
-        message_tokens=counter,
         durability=durable,
-        default_ttl_ms=default_ttl,
+        check_server=not is_memory_client(client) and not REGISTRY.checked(server),
+        default_ttl_ms=settings.ttl_ms,
     )
-    state.check_durability = durable is not None and not server_checked(
+    state.check_durability = durable is not None and not REGISTRY.checked(
         durability_checked_key(state)
     )
     return client, state, owns
 
 
 def _durability(
-    mode: object, timeout: object, *, embedded: bool, socket_timeout: float | None
+    settings: Settings, *, embedded: bool, socket_timeout: float | None
 ) -> Durability | None:
     """The durability setting, refused on the embedded store: it keeps everything in this
     process, with no replica to wait for and no file to fsync, so a write there can never be
     what ``durability=`` promises (saying yes would promise what a crash takes away)."""
-    durable = durability_setting(mode, timeout, socket_timeout)
+    durable = durability_of(settings, socket_timeout)
     if durable is not None and embedded:
         raise ConfigurationError(
             f"durability={durable.mode!r} needs a Redis server: the embedded store (memory://) "

@@ -1,20 +1,19 @@
 """The sync store: one-line methods over the shared core, plus the sync transport.
 
-Every method builds an operation in :mod:`ctxstore.core` and runs it with :meth:`Store.run`;
+Every method builds an operation in :mod:`ctxstore._core` and runs it with :meth:`Store.run`;
 the only code here that is not a one-liner is :meth:`Store._send`, which ships one round trip.
-:class:`ctxstore.async_store.AsyncStore` is the same surface with ``async`` methods.
+:class:`ctxstore.store.async_store.AsyncStore` is the same surface with ``async`` methods.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from redis.exceptions import ResponseError
 
 from ctxstore._base.plans import drive, performer, run_plan
-from ctxstore._core.durability import DEFAULT_DURABILITY_TIMEOUT, DurabilityMode
 from ctxstore._core.failures import TRANSPORT_ERRORS
 from ctxstore._core.ops import append as append_ops
 from ctxstore._core.ops import (
@@ -34,7 +33,6 @@ from ctxstore._core.ops.verify import chat as verify
 from ctxstore._core.protocol import Exchange, Operation, Outcome, WireCommand
 from ctxstore._core.server_checks import with_startup_checks
 from ctxstore._core.state import StoreState
-from ctxstore.messages.tokens import TokenCounter
 from ctxstore.models import (
     AppendResult,
     BranchChain,
@@ -50,9 +48,10 @@ from ctxstore.models import (
     VerifyReport,
     WrittenSummary,
 )
-from ctxstore.settings import STORE_DEFAULT, TTL, Limits, StoreDefault
-from ctxstore.store.connection import DirectLine, pipeline_router, socket_timeout_of
+from ctxstore.settings import STORE_DEFAULT, TTL, Settings, StoreDefault, settings_of
+from ctxstore.store.connection import DirectLine, socket_timeout_of
 from ctxstore.store.factory import store_parts
+from ctxstore.store.shell import StoreShell
 
 if TYPE_CHECKING:  # the models load pydantic, which the write path never needs
     from ctxstore.models import (
@@ -66,32 +65,13 @@ if TYPE_CHECKING:  # the models load pydantic, which the write path never needs
 T = TypeVar("T")
 
 
-class Store:
+class Store(StoreShell):
     """A chat-graph store on Redis (or the embedded store). Create it with :func:`connect`."""
 
     def __init__(self, client: Any, state: StoreState, *, owns_client: bool) -> None:
-        self._client = client
-        self._state = state
-        self._owns_client = owns_client
-        self._route = pipeline_router(client)
+        super().__init__(client, state, owns_client=owns_client)
         self._perform = performer(self.run)
         self._line = DirectLine(client) if DirectLine.serves(client) else None
-
-    @property
-    def client(self) -> Any:
-        """The redis-py (or fakeredis) client underneath."""
-        return self._client
-
-    @property
-    def state(self) -> StoreState:
-        """Key names, limits and clock (for code that composes its own operations)."""
-        return self._state
-
-    def clear_cache(self) -> None:
-        """Forget the chains this process read through stores of this URL (the next read of each
-        chat reads its whole chain). Messages are immutable, so this is never needed for
-        correctness; it frees memory, and benchmarks use it to measure a cold read."""
-        self._state.cache.clear()
 
     def close(self) -> None:
         """Close the client if this store created it."""
@@ -258,7 +238,7 @@ class Store:
         new id with the messages after it; the original stays.
 
         ``compaction``: an append that takes the branch's context to ``soft_tokens`` enqueues
-        one compaction job for the chat (see :mod:`ctxstore.core.jobs`). A resent call (its
+        one compaction job for the chat (see :mod:`ctxstore._core.ops.jobs`). A resent call (its
         reply lost) is recognized and applied once."""
         return self.run(
             append_ops.append(
@@ -462,8 +442,9 @@ class Store:
     # --- export and import ---------------------------------------------------------------------
 
     def export_chat(self, chat_id: str, *, user_id: str | None = None) -> Iterator[dict[str, Any]]:
-        """The whole chat as records (see :mod:`ctxstore.core.portable`), read lazily in bounded
-        chunks: the chat, its messages in write order, branches, checkpoints, summaries."""
+        """The whole chat as records (see :mod:`ctxstore._core.format.portable`), read lazily
+        in bounded chunks: the chat, its messages in write order, branches, checkpoints,
+        summaries."""
         return drive(exports.export_chat(self._state, chat_id, user_id=user_id), self._perform)
 
     def import_chat(
@@ -475,7 +456,8 @@ class Store:
     ) -> ChatMeta:
         """Create a chat from the records of an export (under ``chat_id`` / owned by
         ``user_id`` when given): built aside in bounded chunks, published at once, or not at
-        all; an existing chat id is a ConflictError (see :mod:`ctxstore.core.imports`)."""
+        all; an existing chat id is a ConflictError (see
+        :mod:`ctxstore._core.ops.transfer.imports`)."""
         return run_plan(
             imports.import_chat(self._state, chat_id=chat_id, user_id=user_id),
             performer(self.run, imports.records_from(records)),
@@ -514,49 +496,21 @@ class Store:
 
 
 def connect(
-    url: str | Any | None = None,
-    *,
-    namespace: str | None = None,
-    prefix: str = "ctx",
-    limits: Limits | None = None,
-    clock: Callable[[], int] | None = None,
-    cache_bytes: int | None = None,
-    token_model: str | None = None,
-    estimate_tokens: TokenCounter | None = None,
-    durability: DurabilityMode | None = None,
-    durability_timeout: float = DEFAULT_DURABILITY_TIMEOUT,
-    ttl: TTL = None,
-    **options: Any,
+    url: str | Any | None = None, *, settings: Settings | None = None, **overrides: Any
 ) -> Store:
-    """A sync store for ``url`` (see :mod:`ctxstore.connection`) or an existing redis-py client.
+    """A sync store for ``url`` (``memory://``, ``redis://``, ``rediss://``, ``unix://``,
+    ``redis+cluster://``...; None reads ``CTXSTORE_URL``, else ``memory://``) or an existing
+    redis-py client.
 
-    ``namespace`` fences a tenant (keys ``<prefix>:<namespace>:...``); ``limits`` sets the safety
-    bounds (message size, chain depth, ...); ``clock`` returns epoch milliseconds (tests);
-    ``cache_bytes`` bounds the process cache of chains read (default 32 MiB, 0 turns it off;
-    stores of one URL share one cache, the first store's bound holds until another sets one);
-    ``token_model`` / ``estimate_tokens`` count the tokens stored with each message appended
-    (see :mod:`ctxstore.tokens`; default ``o200k_base``);
-    ``durability`` (``"replica"`` / ``"aof"``) acknowledges a write only once a replica / the
-    local fsync confirmed it within ``durability_timeout`` seconds, else DurabilityError (see
-    :mod:`ctxstore.core.durability`; the server is checked at the first operation);
-    ``ttl`` (seconds, or a timedelta) makes the chats this store creates expire whole that long
-    after their last write (None, the default: never; see :mod:`ctxstore.core.retention`);
-    other keyword arguments go to the redis-py client.
+    ``settings`` (a :class:`~ctxstore.settings.Settings`, built once) sets the namespace, the
+    safety bounds, the token counter, the durability, the retention and the process cache;
+    ``overrides`` replace fields of it by name (``namespace="acme"``, ``ttl=3600``...), and any
+    other keyword argument goes to the redis-py client (``socket_timeout=``, ``password=``...).
+    A bad setting is a ``ConfigurationError`` (or ``InvalidIdError``) before any client exists;
+    what depends on the server is checked by the first operation.
     """
     client, state, owns = store_parts(
-        url,
-        asynchronous=False,
-        namespace=namespace,
-        prefix=prefix,
-        limits=limits,
-        clock=clock,
-        options=options,
-        cache_bytes=cache_bytes,
-        token_model=token_model,
-        estimate_tokens=estimate_tokens,
-        durability=durability,
-        durability_timeout=durability_timeout,
-        ttl=ttl,
+        url, asynchronous=False, settings=settings_of(settings, overrides)
     )
     return Store(client, state, owns_client=owns)
 

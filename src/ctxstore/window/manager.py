@@ -8,11 +8,12 @@ engine compacts inline). The response reserve counts against the window:
 ``usage_ratio = (estimated_context_size + response_reserve) / max_tokens``, capped at 1.
 
 ``compactify(messages)`` keeps the newest ``min_recent_messages`` verbatim (never cutting a tool
-call from its results, :mod:`ctxstore.tool_groups`) and replaces everything older, the previous
-summary included, by one assistant message marked as a context summary. ``prepare_messages``
-moves that summary into the system prompt, so no marker reaches a provider. The summary comes
-from ``compactify=`` (a function ``messages -> str``, sync or async) or from litellm with
-``summary_model`` (:mod:`ctxstore.summarizer`, which bounds the summary model's input).
+call from its results, :mod:`ctxstore.messages.tool_groups`) and replaces everything older,
+the previous summary included, by one assistant message marked as a context summary.
+``prepare_messages`` moves that summary into the system prompt, so no marker reaches a provider.
+The summary comes from ``compactify=`` (a function ``messages -> str``, sync or async) or from
+litellm with
+``summary_model`` (:mod:`ctxstore.window.summarizer`, which bounds the summary model's input).
 
 Importing this module loads neither litellm, tiktoken nor the store (redis): a process that only
 wants the policy pays for none of them.

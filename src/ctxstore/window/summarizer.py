@@ -16,9 +16,10 @@ The plan (:func:`summary_plan`, a plan of :class:`ModelRequest` effects, see
 a summary with a :class:`SummarizeRequest`, answered by :func:`summarizing` /
 :func:`asummarizing`.
 
-:func:`is_context_summary` lives here (the marker itself, :data:`CONTEXT_SUMMARY`, is in
-:mod:`ctxstore.prompting`, which the store loads too): the summarizer labels an earlier summary
-in its transcript, the ``ContextManager`` writes and recognizes them, neither needs the store.
+The summary marker (:data:`~ctxstore.messages.summaries.CONTEXT_SUMMARY`,
+:func:`~ctxstore.messages.summaries.is_context_summary`) is in :mod:`ctxstore.messages`: the
+summarizer labels an earlier summary in its transcript, the ``ContextManager`` writes and
+recognizes them, the store marks the summaries it writes.
 """
 
 from __future__ import annotations

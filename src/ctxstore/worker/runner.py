@@ -2,7 +2,7 @@
 
 Each worker joins one consumer group per namespace, reads new jobs round the shard streams,
 claims jobs a dead worker left idle (``XAUTOCLAIM``), and runs up to ``concurrency`` of them at
-once. A job is one :func:`~ctxstore.compaction.compaction` of its chat's branch, under the
+once. A job is one :func:`~ctxstore.window.compaction.compaction` of its chat's branch, under the
 chat's lease; it is idempotent (a prefix already summarized is a no-op) and acknowledged when
 done. A failing summarizer is retried with exponential backoff; after ``max_attempts``
 failures, or a job delivered more than ``max_attempts`` times (its workers died), the job goes

@@ -14,9 +14,9 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from ctxstore._base.ids import check_key_id
 from ctxstore._core.format.codec import decode
 from ctxstore._core.format.fields import corrupt, field_count, field_text, pairs
-from ctxstore._core.ids import check_key_id
 from ctxstore.errors import InvalidIdError
 from ctxstore.models import ChatInfo, ChatMeta
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, get_args
 
+from ctxstore._base.ids import check_name
 from ctxstore._core.format.codec import encode
 from ctxstore._core.format.fields import text
 from ctxstore._core.format.records import (
@@ -15,7 +16,7 @@ from ctxstore._core.format.records import (
     packed_time,
 )
 from ctxstore._core.format.tokens import token_entries
-from ctxstore._core.ids import check_name, new_request_id, new_tags
+from ctxstore._core.ids import new_request_id, new_tags
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args, touch_indexes, with_touch
 from ctxstore._core.ops.jobs import enqueue_compaction
 from ctxstore._core.protocol import Operation, script_call

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ctxstore._base.ids import check_name
 from ctxstore._core.format.fields import corrupt, field_text, pairs
 from ctxstore._core.format.pointers import branch_info
-from ctxstore._core.ids import check_name, new_request_id
+from ctxstore._core.ids import new_request_id
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
 from ctxstore._core.protocol import Call, Operation, script_call

@@ -7,10 +7,11 @@ import re
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from ctxstore._base.ids import check_key_id, check_name
 from ctxstore._core.format.chat import METADATA_PREFIX, USAGE_KEY, USAGE_PREFIX, chat_meta
 from ctxstore._core.format.codec import encode
 from ctxstore._core.format.fields import field_count, pairs, text
-from ctxstore._core.ids import check_key_id, check_name, new_request_id
+from ctxstore._core.ids import new_request_id
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops import indexes
 from ctxstore._core.protocol import Arg, Call, Operation, script_call

@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ctxstore._base.ids import check_name
 from ctxstore._core.format.fields import pairs
 from ctxstore._core.format.pointers import checkpoint_info
-from ctxstore._core.ids import check_name, new_request_id
+from ctxstore._core.ids import new_request_id
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
 from ctxstore._core.protocol import Operation, script_call
 from ctxstore._core.scripts import load_script

@@ -36,9 +36,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from ctxstore._base.ids import check_key_id, check_name
 from ctxstore._core.format.chat import chat_info
 from ctxstore._core.format.codec import decode, encode
-from ctxstore._core.ids import check_key_id, check_name
 from ctxstore._core.ops import indexes
 from ctxstore._core.protocol import Call, Operation, command_call, script_call
 from ctxstore._core.scripts import load_script

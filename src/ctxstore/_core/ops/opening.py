@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ctxstore._base.ids import check_key_id
 from ctxstore._core.cache import CachedChain
 from ctxstore._core.format.chat import chat_meta
 from ctxstore._core.format.fields import field_text
 from ctxstore._core.format.pointers import branch_info
-from ctxstore._core.ids import check_key_id, new_incarnation
+from ctxstore._core.ids import new_incarnation
 from ctxstore._core.ops.chats import (
     chat_context,
     keys_for,
@@ -52,7 +53,7 @@ def open_chat_op(
     ``unless_summarized`` as well, no chain (None) when the chat has summaries, for a reader
     that starts after the newest one. ``ttl``: the retention of a chat this call creates (the
     store's by default); given, it is set on an existing chat too (see
-    :mod:`ctxstore.core.retention`).
+    :mod:`ctxstore._core.ops.retention`).
     """
     chat = state.keyspace.chat(chat_id)
     check_key_id(user_id, "user_id")

@@ -6,12 +6,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
+from ctxstore._base.ids import check_name
 from ctxstore._core.cache import CachedChain, estimated_size
 from ctxstore._core.format.fields import corrupt, field_text, text
 from ctxstore._core.format.pointers import branch_info
 from ctxstore._core.format.records import Slice, chain_messages
 from ctxstore._core.format.summaries import parse_summary_member
-from ctxstore._core.ids import check_name
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
 from ctxstore._core.protocol import Arg, Call, Operation, command_call, script_call

@@ -36,9 +36,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from ctxstore._base.ids import check_name
 from ctxstore._base.plans import Emit, Plan, Run
 from ctxstore._core.format.fields import corrupt, text
-from ctxstore._core.ids import check_name, new_tags
+from ctxstore._core.ids import new_tags
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
 from ctxstore._core.protocol import Operation, command_call, script_call
 from ctxstore._core.scripts import load_script

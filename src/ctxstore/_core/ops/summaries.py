@@ -15,12 +15,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from ctxstore._base.ids import check_name
 from ctxstore._core.format.summaries import (
     MAX_SUMMARY_TOKENS,
     parse_summary_member,
     summary_member,
 )
-from ctxstore._core.ids import check_name
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
 from ctxstore._core.protocol import Operation, script_call
 from ctxstore._core.scripts import load_script

@@ -1,6 +1,6 @@
 """Renderers: turn context fragments into the text of a system prompt.
 
-Four formats share one behaviour (see :mod:`ctxstore.context.renderers.base`): message fragments
+Four formats share one behaviour (see :mod:`ctxstore.prompt.renderers.base`): message fragments
 and None values are left out, and ``group_fragments=True`` gathers sibling fragments under the
 plural of their name.
 

@@ -1,4 +1,4 @@
-"""A chat in its portable form (:mod:`ctxstore.core.portable`), read in bounded chunks.
+"""A chat in its portable form (:mod:`ctxstore._core.format.portable`), read in bounded chunks.
 
 One script (``lua/export_chat.lua``) reads, at one instant, the chat hash, its branches,
 checkpoints and summaries and the length of its log; the records up to that length are then read
@@ -51,7 +51,7 @@ class Snapshot:
 
 def export_chat(state: StoreState, chat_id: str, *, user_id: str | None = None) -> Plan[None]:
     """The chat's records: the chat, every message in write order, then its branches,
-    checkpoints and summaries (see :mod:`ctxstore.core.portable`)."""
+    checkpoints and summaries (see :mod:`ctxstore._core.format.portable`)."""
     keys = state.keyspace.chat(chat_id)
     snapshot: Snapshot = yield Run(read_snapshot(keys, user_id))
     yield Emit(snapshot.chat)

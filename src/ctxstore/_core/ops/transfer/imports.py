@@ -40,6 +40,7 @@ from collections.abc import AsyncIterable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
+from ctxstore._base.ids import check_key_id, check_name
 from ctxstore._base.plans import Effect, Plan, Run
 from ctxstore._core.format.chat import USAGE_PREFIX, chat_meta
 from ctxstore._core.format.codec import encode
@@ -62,7 +63,7 @@ from ctxstore._core.format.records import (
 )
 from ctxstore._core.format.summaries import MAX_SUMMARY_TOKENS, summary_member
 from ctxstore._core.format.tokens import MAX_MESSAGE_TOKENS, check_chain_total, entry, flags_of
-from ctxstore._core.ids import check_key_id, check_name, new_incarnation, new_tags
+from ctxstore._core.ids import new_incarnation, new_tags
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops import indexes
 from ctxstore._core.ops.chats import chat_context, check_title, log_index_failures, metadata_args
