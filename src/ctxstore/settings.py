@@ -126,8 +126,11 @@ class Settings:
     :mod:`ctxstore.messages.tokens`). ``durability`` (``"replica"`` / ``"aof"``) acknowledges a
     write only once a replica / the local fsync confirmed it within ``durability_timeout``
     seconds, else ``DurabilityError``. ``ttl`` (seconds or a timedelta; None: never) makes the
-    chats a store creates expire whole that long after their last write. ``redis_options`` go
-    to the redis-py client a store makes from its URL (``socket_timeout``, ``password``...).
+    chats a store creates expire whole that long after their last write. ``pause_gc`` pauses
+    Python's cyclic garbage collector while a long chain (256 messages or more) is decoded, a
+    sixth of a 10,000-message cold read (process-wide, counted across threads; False leaves the
+    collector alone). ``redis_options`` go to the redis-py client a store makes from its URL
+    (``socket_timeout``, ``password``...).
     """
 
     namespace: str | None = None
@@ -140,6 +143,7 @@ class Settings:
     durability: DurabilityMode | None = None
     durability_timeout: float = DEFAULT_DURABILITY_TIMEOUT
     ttl: TTL = None
+    pause_gc: bool = True
     redis_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -178,6 +182,8 @@ class Settings:
                 f"durability must be None, 'replica' or 'aof', got {self.durability!r}"
             )
         ttl_ms(self.ttl)
+        if not isinstance(self.pause_gc, bool):
+            raise ConfigurationError(f"pause_gc must be True or False, got {self.pause_gc!r}")
         if not isinstance(self.redis_options, Mapping):
             raise ConfigurationError(f"redis_options must be a mapping, got {self.redis_options!r}")
 

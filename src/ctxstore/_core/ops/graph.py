@@ -64,6 +64,7 @@ def get_graph(
         loaded,
         pairs(flat_branches, chat.key("branch")),
         pairs(flat_checkpoints, chat.key("checkpoint")),
+        pause_gc=state.settings.pause_gc,
     )
 
 
@@ -73,13 +74,15 @@ def _graph(
     parts: Sequence[Slice],
     branches: dict[str, Any],
     checkpoints: dict[str, Any],
+    pause_gc: bool = True,
 ) -> ChatGraph:
     from ctxstore.models import ChatGraph, CheckpointInfo, GraphNode
 
     key = chat.key("log")
     ids: list[str] = []
     nodes = []
-    with gc_paused(True):
+    count = sum(part.last - part.first + 1 for part in parts)
+    with gc_paused(count, pause=pause_gc):
         for position, record in enumerate(decode_records(parts, key)):
             parent, created_at, payload, chosen, tag = record_fields(record, key, position)
             if parent >= position or parent < -1:

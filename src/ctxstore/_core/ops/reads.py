@@ -93,7 +93,9 @@ def assemble_chain(
         )
     key = chat.key("log")
     parent_id = base.shared_messages[base.length - 1]["id"] if base is not None else None
-    added, added_payloads, head_tag = chain_messages(parts, incarnation, key, parent_id)
+    added, added_payloads, head_tag = chain_messages(
+        parts, incarnation, key, parent_id, pause_gc=state.settings.pause_gc
+    )
     if not added and base is not None:
         head_tag = base.head_tag
     length = (base.length if base is not None else 0) + len(added)
@@ -274,7 +276,9 @@ def assemble_window(
             state, chat, incarnation, reply.left, chat_context(chat.chat_id)
         )
     key = chat.key("log")
-    messages, payloads, head_tag = chain_messages(parts, incarnation, key, None)
+    messages, payloads, head_tag = chain_messages(
+        parts, incarnation, key, None, pause_gc=state.settings.pause_gc
+    )
     if len(messages) != read:
         raise corrupt(
             key,

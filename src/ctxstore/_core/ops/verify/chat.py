@@ -281,12 +281,12 @@ def _decode(raw: bytes, key: str, position: int) -> tuple[int, str | None, str, 
     return parent, chosen, tag, flags_of(payload)
 
 
-def _scan_log(snapshot: _Snapshot) -> _Log:
+def _scan_log(snapshot: _Snapshot, pause_gc: bool) -> _Log:
     """Decode every record on its own, so one broken record is one problem, not a crash."""
     key = snapshot.keys.key("log")
     log = _Log()
     seen: dict[str, int] = {}
-    with gc_paused(len(snapshot.records) >= 256):
+    with gc_paused(len(snapshot.records), pause=pause_gc):
         for position, raw in enumerate(snapshot.records):
             decoded = _decode(raw, key, position)
             if isinstance(decoded, Problem):
@@ -618,11 +618,11 @@ def _plan(found: _Findings, chat_sound: bool, log_sound: bool) -> _Plan:
     )
 
 
-def _check(snapshot: _Snapshot) -> tuple[VerifyReport, _Plan]:
+def _check(snapshot: _Snapshot, pause_gc: bool = True) -> tuple[VerifyReport, _Plan]:
     """Every invariant of the snapshot: the report, and the plan that would repair it."""
     found = _Findings()
     chat_sound = _check_chat(found, snapshot)
-    log = _scan_log(snapshot)
+    log = _scan_log(snapshot, pause_gc)
     found.problems += log.problems
     _check_alias(found, snapshot, log)
     _check_runs(found, snapshot, log)
@@ -721,14 +721,14 @@ def verify_chat(
     for _attempt in range(ATTEMPTS):
         snapshot = yield from _read(state, keys)
         _require_chat(snapshot)
-        report, plan = _check(snapshot)
+        report, plan = _check(snapshot, state.settings.pause_gc)
         if not repair or plan.empty:
             return report
         try:
             repaired = yield from _repair(snapshot, plan)
         except ConflictError:
             continue
-        after, _plan_after = _check((yield from _read(state, keys)))
+        after, _plan_after = _check((yield from _read(state, keys)), state.settings.pause_gc)
         return replace(after, repaired=repaired)
     raise ConflictError(
         f"chat {chat_id!r} kept changing while it was being repaired; try again", chat_id=chat_id
