@@ -10,6 +10,7 @@ other stores of its server, and the one-shot checks still due. Internal: operati
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 import time
 from collections import OrderedDict
@@ -34,7 +35,7 @@ class OwnerCache:
     A chat's owner never changes, so a cached owner is safe to use for index maintenance; a
     chat deleted and re-created by someone else at worst leaves a stale index entry, which
     listings repair. Stores of one process on the same server and keyspace share one cache
-    (see :func:`shared_owner_cache`), so it is locked.
+    (see :class:`ServerRegistry`), so it is locked.
     """
 
     def __init__(self, capacity: int = 10_000) -> None:
@@ -187,6 +188,11 @@ class StoreState:
     def limits(self) -> Limits:
         """The settings' safety bounds."""
         return self.settings.limits
+
+    @limits.setter
+    def limits(self, limits: Limits) -> None:
+        """New bounds for this store from now on (tests tighten them on a live store)."""
+        self.settings = dataclasses.replace(self.settings, limits=limits)
 
     @property
     def owners(self) -> OwnerCache:
