@@ -1,4 +1,16 @@
-"""TODO docstring: ctxstore._core.ops.reads."""
+"""Reads: one message, a chain, a branch with its chain or a window of it, a branch's size.
+
+A read is one ``get_chain.lua`` call: the script walks the chain's runs back from its head (or
+from the newest summary on, for a read ``after_summary``) and returns it as *ranges* of log
+positions, with the records themselves when there are few. It is told which chain the process
+cache (:mod:`ctxstore._core.cache`) already holds and returns only what follows it. A long
+chain's records are read with plain ``LRANGE`` commands of bounded size, pipelined in one more
+round trip (:func:`fetch_ranges`): records never change, so reading them after the script is as
+consistent as reading them in it, no single command holds Redis for long, and Redis spends a
+tenth of the time it spends passing each record through Lua. A window (the newest messages
+within a token or message budget, never starting inside a tool group) is chosen in the script
+from the stored token entries, with no payload read.
+"""
 
 from __future__ import annotations
 
