@@ -9,14 +9,15 @@ for one release.
 from __future__ import annotations
 
 import importlib
-import importlib.abc
-import importlib.machinery
 import importlib.util
 import sys
 import types
 import warnings
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from importlib.machinery import ModuleSpec
 
 
 def lazy_exports(
@@ -182,10 +183,12 @@ def _outside_importlib() -> int:
     return level
 
 
-class _Forwarding(importlib.abc.Loader):
-    """Imports an old module path as a module that forwards every name to its new homes."""
+class _Forwarding:
+    """Imports an old module path as a module that forwards every name to its new homes (a
+    loader of the import system; not derived from ``importlib.abc``, which imports
+    ``importlib.resources`` and would cost every ``import ctxstore`` tens of milliseconds)."""
 
-    def create_module(self, spec: importlib.machinery.ModuleSpec) -> types.ModuleType:
+    def create_module(self, spec: ModuleSpec) -> types.ModuleType:
         homes = MOVED_MODULES[spec.name]
         warnings.warn(
             f"{spec.name} moved: import from {' or '.join(homes)} "
@@ -215,7 +218,7 @@ class _Forwarding(importlib.abc.Loader):
         """Nothing to run: the module forwards."""
 
 
-class MovedModuleFinder(importlib.abc.MetaPathFinder):
+class MovedModuleFinder:
     """Finds the module paths of :data:`MOVED_MODULES` (and nothing else)."""
 
     _loader = _Forwarding()
@@ -225,13 +228,15 @@ class MovedModuleFinder(importlib.abc.MetaPathFinder):
         fullname: str,
         path: object = None,  # noqa: ARG002 - the finder protocol's
         target: object = None,  # noqa: ARG002
-    ) -> importlib.machinery.ModuleSpec | None:
+    ) -> ModuleSpec | None:
         if fullname not in MOVED_MODULES:
             return None
-        return importlib.util.spec_from_loader(fullname, self._loader, is_package=True)
+        loader: Any = self._loader  # the loader protocol, duck-typed (see _Forwarding)
+        return importlib.util.spec_from_loader(fullname, loader, is_package=True)
 
 
 def install_moved_module_finder() -> None:
     """Make the old module paths importable (once per process)."""
     if not any(isinstance(finder, MovedModuleFinder) for finder in sys.meta_path):
-        sys.meta_path.insert(0, MovedModuleFinder())
+        finder: Any = MovedModuleFinder()  # the finder protocol, duck-typed
+        sys.meta_path.insert(0, finder)
