@@ -183,6 +183,33 @@ def test_no_warning_with_noeviction(
     assert not [r for r in caplog.records if "maxmemory-policy" in r.getMessage()]
 
 
+@pytest.mark.parametrize("shell", ["sync", "async"])
+def test_the_first_store_of_a_process_checks_the_server(
+    server_backend: str, namespace: str, shell: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The start-up check reads the eviction policy with a keyless command: on a Cluster both
+    clients, the async one too, must send it to a node of their choosing."""
+    from ctxstore._core import state
+
+    monkeypatch.setattr(state, "_checked_servers", set())  # as in a process that just started
+    if shell == "sync":
+        store = ctxstore.connect(server_backend, namespace=namespace)
+        assert store.state.check_server
+        store.upsert_chat("c1", "alice")
+        assert not store.state.check_server
+        store.close()
+        return
+
+    async def first() -> None:
+        store = ctxstore.connect_async(server_backend, namespace=namespace)
+        assert store.state.check_server
+        await store.upsert_chat("c1", "alice")
+        assert not store.state.check_server
+        await store.close()
+
+    asyncio.run(first())
+
+
 def test_url_from_environment_and_memory_fallback(
     monkeypatch: pytest.MonkeyPatch, redis_server: servers.RedisProcess
 ) -> None:
