@@ -13,7 +13,8 @@ from typing import Any
 import pydantic
 import pytest
 
-from ctxstore import BranchInfo, ChatGraph, ChatInfo, ChatMeta
+from ctxstore import BranchInfo, ChatMeta
+from ctxstore.models import ChatGraph, ChatInfo
 from tests.cli import branch, chat_graph, checkpoint, node
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
+from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -191,7 +192,8 @@ def test_the_first_store_of_a_process_checks_the_server(
     clients, the async one too, must send it to a node of their choosing."""
     from ctxstore._core import state
 
-    monkeypatch.setattr(state, "_checked_servers", set())  # as in a process that just started
+    # As in a process that just started: no server checked yet.
+    monkeypatch.setattr(state.REGISTRY, "_checked", OrderedDict())
     if shell == "sync":
         store = ctxstore.connect(server_backend, namespace=namespace)
         assert store.state.check_server
