@@ -320,7 +320,8 @@ def test_an_open_refused_for_its_chain_length_writes_nothing(store: Any, snap: A
 def test_thousands_of_metadata_keys_are_merged(store: Any) -> None:
     """Under bounds raised that far, the scripts take and check thousands of keys in slices
     (one unpack() of them all would overflow the Lua stack)."""
-    store.state.limits = ctxstore.Limits(max_metadata_keys=10_000, max_metadata_bytes=1 << 20)
+    raised = ctxstore.Limits(max_metadata_keys=10_000, max_metadata_bytes=1 << 20)
+    store.state.settings = store.state.settings.replace(limits=raised)
     many = {f"k{i}": i for i in range(5000)}
     store.upsert_chat("c1", "alice", many)
     store.update_chat("c1", metadata={f"j{i}": i for i in range(5000)})

@@ -16,7 +16,7 @@ SMALL = ctxstore.Limits(max_metadata_keys=4, max_metadata_bytes=200)
 
 @pytest.fixture
 def bounded(store: Any) -> Any:
-    store.state.limits = SMALL
+    store.state.settings = store.state.settings.replace(limits=SMALL)
     return store
 
 
@@ -96,7 +96,7 @@ def test_a_chat_already_past_the_bounds_takes_no_more_metadata(store: Any, snap:
     """A chat written before the bounds (or under larger ones) still reads and lists; a merge
     that leaves it past them is refused, one that is not a merge is not affected."""
     store.upsert_chat("c1", "alice", keys(6))
-    store.state.limits = SMALL
+    store.state.settings = store.state.settings.replace(limits=SMALL)
     before = snap()
     with pytest.raises(ctxstore.errors.LimitExceededError):
         store.update_chat("c1", metadata={"k0": 0})
