@@ -11,7 +11,7 @@ last write, the save, closing the stream, the usage). It prints medians; the per
 is (turn - bare) / chunks over the chunks phase. ``--delay-ms`` sleeps before each chunk, as a
 model would; ``--replay`` replays the chunks of one mock stream recorded at the start, so
 litellm's own cost per chunk (about 150-450 us for its mock) leaves both sides and the turn's
-own cost shows. Nothing here is a test: the figures are for the README's streaming section.
+own cost shows. Nothing here is a test: the figures are for docs/streaming.md.
 """
 
 from __future__ import annotations

@@ -1,58 +1,33 @@
-"""The README's examples run as written (the model call answers offline with mock_response)."""
+"""The README: its quickstart, its links to the documentation site, and the test command
+``.ci/run`` reads from it (its examples run in tests/test_docs.py, with the site's)."""
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
-from pathlib import Path
-from typing import Any
 
-import pytest
+import yaml
 
-from tests.support import servers
+from tests.support import pages
 
-README = Path(__file__).resolve().parents[1] / "README.md"
-CI_RUN = Path(__file__).resolve().parents[1] / ".ci" / "run"
-
-
-def python_blocks() -> list[str]:
-    return re.findall(r"```python\n(.*?)```", README.read_text(), re.DOTALL)
+README = pages.README
+CI_RUN = pages.ROOT / ".ci" / "run"
 
 
 def test_readme_has_the_store_and_engine_examples() -> None:
-    blocks = python_blocks()
+    blocks = [block.code for block in pages.python_blocks(README)]
     assert any("store.append(" in block for block in blocks)
     assert any("engine.rewind(" in block and "litellm.completion" in block for block in blocks)
 
 
-@pytest.mark.parametrize("index", range(len(python_blocks())))
-def test_readme_example_runs(
-    index: int,
-    redis_server: servers.RedisProcess,
-    monkeypatch: pytest.MonkeyPatch,
-    namespace: str,
-) -> None:
-    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
-    import litellm
-
-    original = litellm.completion
-    original_async = litellm.acompletion
-
-    def offline(*args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("mock_response", "A short answer.")
-        return original(*args, **kwargs)
-
-    async def offline_async(*args: Any, **kwargs: Any) -> Any:
-        kwargs.setdefault("mock_response", "A short answer.")
-        return await original_async(*args, **kwargs)
-
-    monkeypatch.setattr(litellm, "completion", offline)
-    monkeypatch.setattr(litellm, "acompletion", offline_async)
-    monkeypatch.delenv("CTXSTORE_URL", raising=False)
-    code = python_blocks()[index].replace("redis://localhost:6379", redis_server.url)
-    code = code.replace('namespace="acme"', f'namespace="{namespace}"')
-    exec(compile(code, f"README.md block {index}", "exec"), {})
+def test_readme_links_every_page_of_the_site() -> None:
+    config = yaml.safe_load((pages.ROOT / "mkdocs.yml").read_text(encoding="utf-8"))
+    listed = [page for entry in config["nav"] for page in entry.values()]
+    assert sorted(listed) == sorted(path.name for path in pages.DOCS.glob("*.md"))
+    linked = set(re.findall(r"\]\(docs/([^)#]+)", README.read_text(encoding="utf-8")))
+    assert set(listed) <= linked, set(listed) - linked
+    for page in linked:
+        assert (pages.DOCS / page).exists(), page
 
 
 def test_ci_runs_the_readmes_test_command() -> None:

@@ -1,6 +1,6 @@
 """A pure-Python reference model of one namespace of the store, for the model-based tests.
 
-The model holds what the README ("Store operations") and the docstrings promise, and nothing of
+The model holds what docs/store.md ("Store operations") and the docstrings promise, and nothing of
 how the store keeps it: no positions, runs, token entries or indexes. A chat is a dataclass with
 its messages (id -> parent, payload), its branches (name -> head), the active branch and its
 checkpoints. Each operation either returns exactly what the store must return (the same
