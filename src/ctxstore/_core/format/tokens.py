@@ -78,7 +78,11 @@ def token_entries(
     parts = []
     total = base
     for index, payload in enumerate(payloads):
-        where = f"messages[{index}]"
-        total = check_chain_total(total + check_message_tokens(count(payload), where), where)
+        tokens = count(payload)
+        if type(tokens) is not int or not 0 <= tokens <= MAX_MESSAGE_TOKENS:  # the rare path
+            check_message_tokens(tokens, f"messages[{index}]")
+        total += tokens
+        if total > MAX_CHAIN_TOKENS:
+            check_chain_total(total, f"messages[{index}]")
         parts.append(entry(flags_of(payload), total))
     return b"".join(parts)
