@@ -9,7 +9,7 @@ for one release.
 from __future__ import annotations
 
 import importlib
-import importlib.util
+import importlib.machinery
 import sys
 import types
 import warnings
@@ -232,7 +232,9 @@ class MovedModuleFinder:
         if fullname not in MOVED_MODULES:
             return None
         loader: Any = self._loader  # the loader protocol, duck-typed (see _Forwarding)
-        return importlib.util.spec_from_loader(fullname, loader, is_package=True)
+        # ModuleSpec itself, not importlib.util.spec_from_loader: importlib.util imports
+        # importlib._abc, a cost every ``import ctxstore`` would pay.
+        return importlib.machinery.ModuleSpec(fullname, loader, is_package=True)
 
 
 def install_moved_module_finder() -> None:
