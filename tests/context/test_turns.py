@@ -100,6 +100,43 @@ def test_enqueue_takes_the_turn_when_the_holder_ends(make_engine: Any) -> None:
     assert contents(make_engine.store) == ["q1", "a1", "q2", "a2"]
 
 
+def test_an_engine_kept_across_turns_takes_each_turn_from_the_chat_as_it_is(
+    make_engine: Any,
+) -> None:
+    """A worker that keeps one engine per chat: another turn's messages between two of its
+    turns are the conversation, so its next turn goes on the head, not onto a side branch."""
+    first, second = make_engine(), make_engine()
+    with in_turn(first):
+        ask(first, "q1")
+        answer(first, "a1")
+    with in_turn(second):
+        ask(second, "q2")
+        answer(second, "a2")
+    with in_turn(first):
+        saved = ask(first, "q3")
+        assert (saved.branch, saved.forked) == ("main", False)
+        answer(first, "a3")
+    assert contents(make_engine.store) == ["q1", "a1", "q2", "a2", "q3", "a3"]
+    assert [b.name for b in make_engine.store.list_branches("c1")] == ["main"]
+
+
+def test_an_answer_pending_before_the_turn_keeps_the_anchor_rule(make_engine: Any) -> None:
+    """An answer made before the turn began was made from an older view of the chat: when
+    another turn wrote since, it goes onto a side branch from its question."""
+    first, second = make_engine(), make_engine()
+    with in_turn(first):
+        ask(first, "q1")
+    with in_turn(second):
+        ask(second, "q2")
+    first.set(ctxstore.assistant("a1"))
+    with in_turn(first):
+        saved = first.save()
+    assert saved.forked
+    assert saved.branch != "main"
+    assert contents(make_engine.store) == ["q1", "q2"]
+    assert contents(make_engine.store, saved.branch) == ["q1", "a1"]
+
+
 def test_interrupt_takes_over_and_the_old_turn_cannot_write(make_engine: Any, snap: Any) -> None:
     old, new = make_engine(), make_engine()
     store = make_engine.store

@@ -389,7 +389,8 @@ class EngineCore:
             wait=wait,
             **self._scope,
         )
-        self.session.began_turn(grant, token)
+        computed = any(item.data.get("role") != "user" for item in self.prompt.pending)
+        self.session.began_turn(grant, token, computed_before=computed)
         return grant
 
     def extend_turn_op(self, lease: float) -> Operation[turns.TurnGrant]:

@@ -168,10 +168,20 @@ class ChatSession:
         """The chat's fields as a write left them."""
         self.chat = chat
 
-    def began_turn(self, grant: turns.TurnGrant, token: str) -> None:
-        """The engine holds the chat's turn lease: its writes carry the fence from now on."""
+    def began_turn(self, grant: turns.TurnGrant, token: str, *, computed_before: bool) -> None:
+        """The engine holds the chat's turn lease: its writes carry the fence from now on.
+
+        A turn starts from the chat as it is: what other turns wrote before this one began is
+        the conversation, not a conflict. So the engine drops its anchor (its next save goes
+        onto the branch's current head) unless it carries messages ``computed_before`` the turn
+        (an answer or a tool result already pending, made from an older view of the chat):
+        those keep the anchor rule and go onto a side branch if another turn wrote since.
+        """
         self.turn, self.turn_token = grant, token
         self.lease_lost = False
+        if not computed_before:
+            self.anchor = None
+            self._last_assistant_known = False  # the head may have moved since the last turn
 
     def extended_turn(self, grant: turns.TurnGrant) -> None:
         self.turn = grant
