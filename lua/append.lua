@@ -56,10 +56,11 @@
 --   reply.job             the compaction marker this call set ("" for none)
 --   reply.enqueued        1 when the script added the job to KEYS[13] itself, else 0
 --   reply.head_tokens     the chain tokens through the new head (-1 for a resent call)
--- Compaction: with soft_tokens, an append without chosen ids that leaves the branch's context
--- (newest summary plus the messages after it) at or past soft_tokens sets the chat's `cjob`
--- marker "<summary position>\t<now>", unless one is set and younger than job_ttl: one pending
--- job per chat, decided atomically here. write_summary clears it.
+-- Compaction: with soft_tokens, an append that leaves the branch its last message lands on
+-- (chosen ids, edits and conflict forks alike) with a context (newest summary plus the messages
+-- after it) at or past soft_tokens sets the chat's `cjob` marker "<summary position>\t<now>",
+-- unless one is set and younger than job_ttl: one pending job per chat, decided atomically
+-- here. write_summary clears it.
 -- Errors: NOT_FOUND (chat, branch, the expected head when forking), CONFLICT (head moved and
 --         on_conflict=raise; message id exists and on_existing=raise; lease_lost: the turn's
 --         fencing token is stale), INVALID (duplicate or reserved ids), FORBIDDEN, REPLACED,
@@ -299,6 +300,9 @@ return run(function()
   local seen = {}
   local pos = length - 1
   local last_tag = ''
+  -- The existing message the last run of new records descends from: where the chain of the
+  -- branch they land on leaves the stored log (its newest summary is at or before it).
+  local chain_base = cursor
   for i = 1, passthrough and 0 or count do
     local item = ARGV[FIRST_RECORD_ARG + i - 1]
     local chosen = chosen_list[i]
@@ -317,6 +321,7 @@ return run(function()
         edits[#edits + 1] = i
         local fork = name_branch(target)
         cursor = parent_at(runs, existing)
+        chain_base = cursor
         cursor_depth = depth_at(runs, existing) - 1
         cursor_tokens = -1
         new_branches[#new_branches + 1] = {name = fork, activate = true, pos = cursor, id = '',
@@ -354,6 +359,9 @@ return run(function()
     heads[target] = {pos = pos, id = cursor_id, depth = cursor_depth}
   end
 
+  if not passthrough and soft_tokens ~= '' then
+    context_tokens, job = compaction_due(chain_base, head_tokens)
+  end
   if #new_branches > 0 then
     check_branch_counters(chat)
   end

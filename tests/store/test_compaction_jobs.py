@@ -129,3 +129,77 @@ def test_bad_triggers_are_refused(bad: Any) -> None:
         CompactionTrigger(soft_tokens=bad)
     with pytest.raises(ctxstore.errors.ConfigurationError):
         CompactionTrigger(soft_tokens=1, job_ttl_ms=bad)
+
+
+def chosen(message_id: str) -> dict[str, str]:
+    return {"id": message_id, "role": "user", "content": "x" * 10}
+
+
+def test_messages_under_chosen_ids_trigger_as_generated_ones_do(
+    jstore: tuple[Any, Clock], backend: str
+) -> None:
+    """A chat UI sends its own id with every message: those saves cross the threshold too."""
+    store, _clock = jstore
+    trigger = CompactionTrigger(soft_tokens=5 * PER_MESSAGE)
+    head = None
+    results = []
+    for n in range(8):
+        result = store.append(
+            "j", "main", [chosen(f"m{n}")], expected_head=head, compaction=trigger
+        )
+        head = result.head_message_id
+        results.append(result)
+    assert head == "m7"
+    assert [r.context_tokens for r in results] == [PER_MESSAGE * n for n in range(1, 9)]
+    assert [r.compaction_job is not None for r in results] == [False] * 4 + [True] + [False] * 3
+    assert [job["branch"] for job in jobs(store, backend)] == ["main"]
+
+
+def test_an_edit_that_forks_triggers_on_the_branch_it_lands_on(
+    jstore: tuple[Any, Clock], backend: str
+) -> None:
+    """An edit of m1 forks at m0: the new branch holds m0 and the edited messages, and the job
+    names that branch and counts that chain (not the old branch's longer one)."""
+    store, _clock = jstore
+    trigger = CompactionTrigger(soft_tokens=4 * PER_MESSAGE)
+    head = None
+    for n in range(3):
+        head = store.append("j", "main", [chosen(f"m{n}")], expected_head=head).head_message_id
+    edit = store.append(
+        "j",
+        "main",
+        [chosen("m1"), chosen("e2"), chosen("e3")],
+        expected_head=head,
+        on_existing="fork",
+        compaction=trigger,
+    )
+    assert edit.branch != "main"
+    assert edit.context_tokens == 4 * PER_MESSAGE  # m0 + the three new messages
+    assert edit.compaction_job is not None
+    assert [(job["branch"], job["soft"]) for job in jobs(store, backend)] == [
+        (edit.branch, str(4 * PER_MESSAGE))
+    ]
+
+
+def test_an_edit_counts_from_the_newest_summary_on_its_own_chain(
+    jstore: tuple[Any, Clock], backend: str
+) -> None:
+    store, _clock = jstore
+    trigger = CompactionTrigger(soft_tokens=3 * PER_MESSAGE)
+    head = None
+    heads = []
+    for n in range(4):
+        head = store.append("j", "main", [chosen(f"m{n}")], expected_head=head).head_message_id
+        heads.append(head)
+    assert store.write_summary("j", heads[1], "two", tokens=5)["written"]
+    edit = store.append(
+        "j", "main", [chosen("m3")], expected_head=head, on_existing="fork", compaction=trigger
+    )
+    # the chain: m0 m1 (summarized: 5 tokens) m2 and the edited m3
+    assert edit.context_tokens == 5 + 2 * PER_MESSAGE
+    assert edit.compaction_job is None
+    again = store.append(
+        "j", edit.branch, [chosen("n4")], expected_head=edit.head_message_id, compaction=trigger
+    )
+    assert again.context_tokens == 5 + 3 * PER_MESSAGE
+    assert again.compaction_job is not None
