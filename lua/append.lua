@@ -35,7 +35,9 @@
 --                    `base` tokens (a call field). When it does (the client knew the head's
 --                    size, the usual case), the entries are stored as they are; otherwise the
 --                    script shifts each by the difference.
--- ARGV[4..] records  one per message, oldest first, built by the client as if each message were
+-- ARGV[4] title      a title the chat takes if it has none ("" for none): a chat UI's first
+--                    save titles the chat in the same call
+-- ARGV[5..] records  one per message, oldest first, built by the client as if each message were
 --                    the child of the one before it in the log (parent -2) and kept its chosen
 --                    id; the script rewrites the few that are not (the first of a new run, an
 --                    edit). Each ends with its 6-character tag.
@@ -79,7 +81,7 @@
 -- The client computes the stored ids from the first position, the tags and the edits, so a
 -- long append costs Redis little more than its RPUSH.
 
-local FIRST_RECORD_ARG = 4
+local FIRST_RECORD_ARG = 5
 -- Compaction job streams keep about this many entries (a job is acknowledged in seconds).
 local JOB_STREAM_MAXLEN = 100000
 
@@ -132,7 +134,7 @@ return run(function()
 
   local owner, inc, fields, fence = open_chat(chat, user, known_inc,
                                               {'updated_at', 'message_count', 'req_since', 'cjob',
-                                               'ttl', 'active_branch'}, true)
+                                               'ttl', 'active_branch', 'title'}, true)
   if target == '' then
     target = text_field(chat, 'active_branch', fields[6])
   end
@@ -402,6 +404,9 @@ return run(function()
   end
   local updated_at = newer(updated_before, now)
   redis.call('HSET', chat, 'message_count', message_count + count, 'updated_at', updated_at)
+  if ARGV[4] ~= '' and not fields[7] then
+    redis.call('HSET', chat, 'title', ARGV[4])
+  end
   local enqueued = 0
   if job ~= '' then
     redis.call('HSET', chat, 'cjob', job)

@@ -18,13 +18,16 @@ All times are epoch milliseconds.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from typing_extensions import NotRequired, Self, TypedDict
 
 from ctxstore.errors import ConfigurationError
+from ctxstore.ui.parts import is_ui_message
+from ctxstore.ui.to_model import model_messages_of
+from ctxstore.ui.to_ui import to_ui_messages
 
 if TYPE_CHECKING:
     from pydantic import TypeAdapter
@@ -149,6 +152,8 @@ class ChatGraph(Serializable):
 
 
 ConflictPolicy = Literal["raise", "rebase", "fork"]
+#: The form of the messages an engine writes itself: AI SDK UI messages or chat-completions.
+MessageFormat = Literal["model", "ui"]
 ExistingPolicy = Literal["raise", "fork"]
 
 
@@ -362,6 +367,37 @@ class ResolveResult:
     system_prompt: str
     messages: list[dict[str, Any]]
     summary: StoredSummary | None = None
+    #: The messages as stored and a function giving their ids: what ``ui_messages`` is built
+    #: from, on first use (a resolve that only calls a model never pays for it).
+    stored: tuple[list[dict[str, Any]], Callable[[], list[str]]] | None = field(
+        default=None, repr=False, compare=False
+    )
+
+    @classmethod
+    def of(
+        cls,
+        system_prompt: str,
+        stored: list[dict[str, Any]],
+        ids: Callable[[], list[str]],
+        summary: StoredSummary | None = None,
+    ) -> ResolveResult:
+        """The result for messages as stored (UI messages among them): ``messages`` holds
+        what a model takes (UI messages converted, see :func:`ctxstore.ui.to_model_messages`),
+        ``ui_messages`` what a frontend shows."""
+        messages = stored
+        if any("parts" in message and is_ui_message(message) for message in stored):
+            messages = [sent for message in stored for sent in model_messages_of(message)]
+        return cls(system_prompt, messages, summary, (stored, ids))
+
+    @property
+    def ui_messages(self) -> list[dict[str, Any]]:
+        """The messages as AI SDK UI messages, for a ``useChat`` frontend: UI messages as they
+        were saved, chat-completions messages converted (:func:`ctxstore.ui.to_ui_messages`),
+        each with its stored id."""
+        if self.stored is None:
+            return to_ui_messages(self.messages)
+        payloads, ids = self.stored
+        return to_ui_messages(payloads, ids=ids())
 
     def with_system(self) -> list[dict[str, Any]]:
         """The messages with the system prompt in front (omitted when it is empty)."""

@@ -205,7 +205,8 @@ def test_is_message_fragment() -> None:
     ("call", "match"),
     [
         (lambda: user(3), "content must be a string or a list"),  # type: ignore[arg-type]
-        (lambda: user({"role": "user", "content": "x"}), "content must be a string or a list"),  # type: ignore[arg-type]
+        (lambda: user({"role": "assistant", "content": "x"}), "got a 'assistant' message"),
+        (lambda: user({"content": "x", "id": "a"}, id="b"), "two ids"),
         (lambda: user(["text"]), "content part 0"),  # type: ignore[list-item]
         (lambda: user([{"text": "no type"}]), "content part 0"),
         (lambda: assistant(None), "content must be a string or a list"),  # type: ignore[arg-type]

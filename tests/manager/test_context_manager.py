@@ -35,12 +35,23 @@ def manager(**options: Any) -> ContextManager:
 
 
 def test_the_window_comes_from_litellms_map_offline() -> None:
-    assert ContextManager(model="gpt-4o").max_tokens == 128_000
-    assert ContextManager(model="gpt-4o", max_tokens=5000).max_tokens == 5000
-    with pytest.raises(ctxstore.errors.ConfigurationError, match="max_tokens"):
-        ContextManager(model="someone/unknown-model")
-    with pytest.raises(ctxstore.errors.ConfigurationError):
-        ContextManager()
+    known = ContextManager(model="gpt-4.1")
+    assert (known.max_tokens, known.get_state()["max_tokens_source"]) == (1_047_576, "model")
+    given = ContextManager(model="gpt-4o", max_tokens=5000).get_state()
+    assert (given["max_tokens"], given["max_tokens_source"]) == (5000, "max_tokens")
+
+
+@pytest.mark.parametrize("options", [{}, {"model": "someone/unknown-model"}])
+def test_without_a_window_the_default_is_128000_and_says_so(
+    options: dict[str, Any], caplog: pytest.LogCaptureFixture
+) -> None:
+    """The seed's default: a manager works out of the box, and its state says where its window
+    came from."""
+    with caplog.at_level("INFO", logger="ctxstore.window.manager"):
+        cm = ContextManager(**options)
+    assert cm.get_state()["max_tokens"] == 128_000
+    assert cm.get_state()["max_tokens_source"] == "default"
+    assert "default window of 128000 tokens" in caplog.text
 
 
 @pytest.mark.parametrize(

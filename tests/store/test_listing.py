@@ -57,6 +57,15 @@ def test_metadata_filter_is_type_exact(store: Any) -> None:
     assert store.list_chats(metadata=("missing", 1)) == []
 
 
+def test_metadata_filter_takes_the_seeds_key_value_dict(store: Any) -> None:
+    store.upsert_chat("p", "alice", {"project": "x"})
+    store.upsert_chat("q", "alice", {"project": "y"})
+    assert [c.id for c in store.list_chats(metadata={"key": "project", "value": "x"})] == ["p"]
+    for bad in ({"key": "project"}, {"project": "x"}, ["project", "x"]):
+        with pytest.raises(ctxstore.errors.ValidationError, match="metadata filter"):
+            store.list_chats(metadata=bad)
+
+
 @pytest.mark.parametrize("page", [1, 3, 4, 7])
 def test_pagination_has_no_duplicates_or_gaps(store: Any, page: int) -> None:
     ids = make_chats(store, 10)

@@ -32,6 +32,7 @@ from ctxstore._core.state import StoreState
 from ctxstore.engine.inspection import snapshot
 from ctxstore.engine.prompt_buffer import PromptBuffer
 from ctxstore.engine.session import ChatSession, Scope
+from ctxstore.engine.titles import static_chat_title
 from ctxstore.errors import ConfigurationError, LeaseLostError
 from ctxstore.messages.tokens import MessageCounter, TokenCounter, message_counter
 from ctxstore.models import (
@@ -41,13 +42,15 @@ from ctxstore.models import (
     CheckpointInfo,
     CompactionTrigger,
     ConflictPolicy,
+    MessageFormat,
     NewMessage,
     ResolveResult,
     SavedHead,
 )
 from ctxstore.prompt.fragment import Fragment
-from ctxstore.prompt.messages import LAST_ASSISTANT_METADATA, message_payload, stored_metadata
+from ctxstore.prompt.messages import message_payload, replaces_last_assistant, stored_metadata
 from ctxstore.prompt.renderers import Renderer
+from ctxstore.ui.parts import is_ui_message
 from ctxstore.window.compaction import CompactionPolicy, CompactionResult, compaction
 from ctxstore.window.manager import ContextManager
 
@@ -69,8 +72,14 @@ class EngineCore:
         model: str | None = None,
         estimate_tokens: TokenCounter | None = None,
         context_manager: ContextManager | None = None,
+        message_format: MessageFormat | None = None,
     ) -> None:
         self._state = state
+        if message_format not in (None, *get_args(MessageFormat)):
+            raise ConfigurationError(
+                f"message_format must be 'model' or 'ui' (or None), got {message_format!r}"
+            )
+        self._message_format = message_format
         if context_manager is not None and not isinstance(context_manager, ContextManager):
             raise ConfigurationError(
                 f"context_manager must be a ContextManager, got {type(context_manager).__name__}"
@@ -97,6 +106,16 @@ class EngineCore:
     @property
     def chat_id(self) -> str:
         return self.session.chat_id
+
+    @property
+    def message_format(self) -> MessageFormat:
+        """The form of the messages the engine writes itself (a streamed turn's answer):
+        ``"ui"`` (AI SDK UI messages) or ``"model"`` (chat-completions messages). Unless the
+        engine was given one, what the first pending message is."""
+        if self._message_format is not None:
+            return self._message_format
+        pending = self.prompt.pending
+        return "ui" if pending and is_ui_message(pending[0].data) else "model"
 
     @property
     def store_state(self) -> StoreState:
@@ -127,10 +146,18 @@ class EngineCore:
     def resolved(self, chain: CachedChain, renderer: Renderer | None) -> ResolveResult:
         """The prompt and the messages: the chain's payloads (shared with the process cache,
         not copied: treat them as read-only), then copies of the pending messages. The newest
-        summary, when the read stopped at one, goes into the system prompt."""
+        summary, when the read stopped at one, goes into the system prompt. UI messages reach
+        ``messages`` converted for the model; ``ui_messages`` is built from them when asked."""
         summary = self.session.summary
         messages = chain.payloads() + self.prompt.pending_payloads()
-        return ResolveResult(self.prompt.system_prompt(renderer, summary), messages, summary)
+        stored = chain.messages()
+        pending = [item.id or f"pending-{n}" for n, item in enumerate(self.prompt.pending)]
+
+        def ids() -> list[str]:
+            return [message["id"] for message in stored] + pending
+
+        system_prompt = self.prompt.system_prompt(renderer, summary)
+        return ResolveResult.of(system_prompt, messages, ids, summary)
 
     # --- opening -------------------------------------------------------------------------------
 
@@ -310,7 +337,7 @@ class EngineCore:
         yield from self.ensure_open()
         if not pending:
             return None if session.head is None else SavedHead(session.head, branch=session.branch)
-        if not session.knows_last_assistant and any(map(_replaces_last_assistant, pending)):
+        if not session.knows_last_assistant and any(map(replaces_last_assistant, pending)):
             yield from self.resolve_op()
         aside = session.lease_lost and session.turn is None
         start = session.anchor if session.anchor is not None else session.head
@@ -328,6 +355,7 @@ class EngineCore:
         if policy == "rebase" and session.anchor is not None:
             expected, policy = session.anchor, "fork"
         items = [self._as_new_message(item) for item in pending]
+        title = self._static_title() if session.untitled() else None
         try:
             result = yield from append_ops.append(
                 self._state,
@@ -339,11 +367,14 @@ class EngineCore:
                 on_existing="fork",
                 count_tokens=self.count_message,
                 compaction=self._trigger(),
+                title_if_none=title,
                 **self._write_scope,
             )
         except LeaseLostError:
             session.lost_lease()
             raise
+        if title is not None:
+            session.titled(title)
         assistants = [
             stored_id
             for stored_id, item in zip(result.message_ids, pending, strict=True)
@@ -361,9 +392,15 @@ class EngineCore:
             forked_at=forked_at,
         )
 
+    def _static_title(self) -> str | None:
+        """The title a save gives a chat that has none (whatever its branch holds already):
+        the static title of the first pending user message; None without one."""
+        question = next((item for item in self.prompt.pending if item.name == "user"), None)
+        return None if question is None else static_chat_title(question)
+
     def _as_new_message(self, item: Fragment) -> NewMessage:
         metadata = stored_metadata(item)
-        if _replaces_last_assistant(item):
+        if replaces_last_assistant(item):
             last = self.session.last_assistant_id()
             if last is not None:
                 return NewMessage(message_payload(item), id=last, metadata=metadata)
@@ -531,8 +568,3 @@ class EngineCore:
             self._state, self.chat_id, self.session.branch, **self._scope
         )
         return found
-
-
-def _replaces_last_assistant(item: Fragment) -> bool:
-    metadata = item.metadata or {}
-    return all(metadata.get(key) == value for key, value in LAST_ASSISTANT_METADATA.items())

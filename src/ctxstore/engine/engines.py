@@ -48,6 +48,7 @@ from ctxstore.models import (
     ChatMeta,
     CheckpointInfo,
     ConflictPolicy,
+    MessageFormat,
     ResolveResult,
     SavedHead,
 )
@@ -77,6 +78,7 @@ class _EngineBase(Generic[StoreT]):
         model: str | None = None,
         estimate_tokens: TokenCounter | None = None,
         context_manager: ContextManager | None = None,
+        message_format: MessageFormat | None = None,
     ) -> None:
         if not isinstance(store, self._store_type):
             raise ConfigurationError(
@@ -94,6 +96,7 @@ class _EngineBase(Generic[StoreT]):
             model=model,
             estimate_tokens=estimate_tokens,
             context_manager=context_manager,
+            message_format=message_format,
         )
 
     @property
@@ -105,6 +108,12 @@ class _EngineBase(Generic[StoreT]):
     def user_id(self) -> str:
         """The user the engine acts for (the chat's owner)."""
         return self._core.session.user_id
+
+    @property
+    def message_format(self) -> MessageFormat:
+        """The form of the messages the engine writes itself: ``"ui"`` (AI SDK UI messages)
+        or ``"model"`` (chat-completions); unless given, what the first pending message is."""
+        return self._core.message_format
 
     @property
     def branch(self) -> str:

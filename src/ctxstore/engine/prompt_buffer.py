@@ -16,7 +16,7 @@ from ctxstore.messages.summaries import summary_section
 from ctxstore.messages.tokens import REPLY_PRIMING_TOKENS, MessageCounter
 from ctxstore.models import StoredSummary
 from ctxstore.prompt.fragment import Fragment, copy_fragment, walk
-from ctxstore.prompt.messages import message_payload
+from ctxstore.prompt.messages import message_payload, replaces_last_assistant, stored_metadata
 from ctxstore.prompt.renderers import (
     MarkdownRenderer,
     Renderer,
@@ -59,11 +59,27 @@ class PromptBuffer:
             if copied.is_message:
                 if not isinstance(copied.data, Mapping):
                     raise ValidationError(f"message fragment {copied.name!r} holds no message dict")
-                self.pending.append(copied)
+                if not self._replaced_pending_answer(copied):
+                    self.pending.append(copied)
             else:
                 self._context.append(copied)
                 self._materialized.append(False)
                 self._rendered.clear()
+
+    def _replaced_pending_answer(self, item: Fragment) -> bool:
+        """A ``last_assistant_message`` while an assistant message is pending replaces the
+        newest pending one (keeping its id), as the seed does; without one pending it stays a
+        replacement of the branch's last stored answer, which the save resolves."""
+        if not replaces_last_assistant(item):
+            return False
+        for index in range(len(self.pending) - 1, -1, -1):
+            current = self.pending[index]
+            if current.name == "assistant" and not replaces_last_assistant(current):
+                item.metadata = stored_metadata(item) or {}
+                item.id = current.id
+                self.pending[index] = item
+                return True
+        return False
 
     def drop_pending(self) -> None:
         """Forget the pending messages (the engine moved to another branch)."""

@@ -11,6 +11,7 @@ reports each outcome here, through a method named for what happened.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import TypedDict
 
@@ -152,6 +153,16 @@ class ChatSession:
         if assistants:
             self._last_assistant = assistants[-1]
             self._read_chain = None
+
+    def untitled(self) -> bool:
+        """Whether the chat, as the engine last saw it, has no title."""
+        return self.chat is not None and self.chat.title is None
+
+    def titled(self, title: str) -> None:
+        """A save gave the untitled chat ``title`` (if another writer's came first, the chat
+        keeps that one; either way the engine stops offering one)."""
+        if self.chat is not None:
+            self.chat = dataclasses.replace(self.chat, title=title)
 
     def stepped_aside(self, side: BranchInfo, start: str) -> None:
         """The engine moved to a side branch from its anchor ``start`` (a lost turn's answer)."""

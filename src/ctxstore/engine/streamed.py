@@ -56,8 +56,9 @@ from ctxstore.engine.titles import agenerate_chat_title, generate_chat_title
 from ctxstore.errors import CtxStoreError, ValidationError
 from ctxstore.models import ResolveResult, SavedHead
 from ctxstore.prompt.fragment import Fragment
-from ctxstore.prompt.messages import message
+from ctxstore.prompt.messages import message, message_payload
 from ctxstore.settings import ttl_ms
+from ctxstore.ui.to_ui import to_ui_messages
 
 if TYPE_CHECKING:
     from ctxstore.store.async_store import AsyncStore
@@ -277,15 +278,10 @@ class StreamedTurnPlan:
         }
 
     def _first_question(self) -> Fragment | None:
-        """The question to title the chat from: on its first turn (nothing saved on the branch,
-        no title yet) the first pending user message; None otherwise."""
+        """The question to title the chat from: while the chat has no title (whatever its
+        branch holds already), the first pending user message; None otherwise."""
         engine = self._engine
-        if (
-            not self._options.title
-            or engine.session.head is not None
-            or engine.session.chat is None
-            or engine.session.chat.title is not None
-        ):
+        if not self._options.title or not engine.session.untitled():
             return None
         pending = engine.prompt.pending
         return next((item for item in pending if item.data.get("role") == "user"), None)
@@ -314,7 +310,7 @@ class StreamedTurnPlan:
                 yield Effect(Write(self._write_op()))
             yield Effect(SETTLE)
             answer, usage = self._answer()
-            self._engine.set([message(answer)])
+            self._engine.set([self._answer_fragment(answer)])
             saved: SavedHead | None = yield Run(self._engine.save_op())
         except BaseException as error:
             yield from self._failed(error)
@@ -368,6 +364,16 @@ class StreamedTurnPlan:
         if built is None:
             return {"role": "assistant", "content": ""}, None
         return built.choices[0].message, getattr(built, "usage", None)
+
+    def _answer_fragment(self, answer: Any) -> Fragment:
+        """The answer to save, in the engine's message format (a UI message for a chat whose
+        messages are UI messages, so the chat stays one format)."""
+        built = message(answer)
+        if self._engine.message_format != "ui":
+            return built
+        (ui,) = to_ui_messages([message_payload(built)])
+        del ui["id"]  # the store gives the answer its id
+        return message(ui)
 
     # --- ending ------------------------------------------------------------------------------
 

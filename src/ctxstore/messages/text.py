@@ -7,12 +7,24 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from ctxstore.ui.parts import is_tool_part, is_ui_message, tool_name
+from ctxstore.ui.to_model import to_json_text
+
 _WHITESPACE = re.compile(r"\s+")
 _TEXT_PART_TYPES = ("text", "input_text", "output_text")
 
 
 def message_text(message: Mapping[str, Any]) -> str:
-    """The readable text of a chat message: string content, or the text parts of list content."""
+    """The readable text of a chat message: string content, or the text parts of list content
+    (of a UI message: its ``text`` parts)."""
+    if is_ui_message(message):
+        return " ".join(
+            part["text"]
+            for part in message["parts"]
+            if isinstance(part, Mapping)
+            and part.get("type") == "text"
+            and isinstance(part.get("text"), str)
+        )
     content = message.get("content")
     if isinstance(content, str):
         return content
@@ -50,8 +62,15 @@ def item_text(message: Mapping[str, Any]) -> str:
 
 
 def called_tools(message: Mapping[str, Any]) -> list[tuple[str, str]]:
-    """``(name, arguments)`` of each tool a message calls: its ``tool_calls``, or the message
-    itself when it is a role-less call item (``function_call``; ``input`` for a custom tool)."""
+    """``(name, arguments)`` of each tool a message calls: its ``tool_calls``, its tool parts
+    (a UI message), or the message itself when it is a role-less call item (``function_call``;
+    ``input`` for a custom tool)."""
+    if is_ui_message(message):
+        return [
+            (tool_name(part), to_json_text(part.get("input", {})))
+            for part in message["parts"]
+            if isinstance(part, Mapping) and is_tool_part(part)
+        ]
     calls = message.get("tool_calls")
     if isinstance(calls, list):
         found = []

@@ -40,6 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from ctxstore.errors import ValidationError
+from ctxstore.ui.parts import is_ui_message
+from ctxstore.ui.to_model import model_messages_of
 
 __all__ = [
     "DEFAULT_ENCODING",
@@ -110,7 +112,9 @@ def count_tokens(
     """Tokens of a text, of one chat message, or of a message list as one request.
 
     A string counts its text alone. A message counts its text with the per-message overhead;
-    a list counts each message and the reply priming (what a provider bills as input).
+    a list counts each message and the reply priming (what a provider bills as input). A UI
+    message counts as the chat-completions messages it becomes, so ``count_tokens(ui_list)``
+    equals ``count_tokens(to_model_messages(ui_list))``.
     ``estimate_tokens`` replaces the tokenizer for every text; the overhead is added around it.
     """
     counter = _text_counter(model, estimate_tokens)
@@ -132,7 +136,20 @@ def message_tokens(
     message: Mapping[str, Any], counter: TokenCounter, role_counter: TokenCounter | None = None
 ) -> int:
     """One message's tokens in a request: its texts through ``counter`` plus the overhead
-    (``role_counter``, when given, counts the role: a cache of the few roles there are)."""
+    (``role_counter``, when given, counts the role: a cache of the few roles there are). A UI
+    message counts as the model messages it is sent as (:func:`ctxstore.ui.to_model_messages`):
+    its steps, calls and results, not its reasoning or data parts."""
+    if "parts" in message and is_ui_message(message):
+        return sum(
+            _chat_message_tokens(converted, counter, role_counter)
+            for converted in model_messages_of(message)
+        )
+    return _chat_message_tokens(message, counter, role_counter)
+
+
+def _chat_message_tokens(
+    message: Mapping[str, Any], counter: TokenCounter, role_counter: TokenCounter | None
+) -> int:
     tokens = MESSAGE_OVERHEAD_TOKENS
     role = message.get("role")
     if isinstance(role, str):

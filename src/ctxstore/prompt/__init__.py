@@ -20,10 +20,18 @@ from ctxstore.prompt.domain import (
     term,
     workflow,
 )
-from ctxstore.prompt.fragment import Fragment, fragment
+from ctxstore.prompt.fragment import (
+    Fragment,
+    fragment,
+    is_fragment,
+    is_fragment_object,
+    is_lazy,
+    is_lazy_fragment,
+)
 from ctxstore.prompt.messages import (
     assistant,
     assistant_text,
+    is_message_fragment,
     last_assistant_message,
     message,
     user,
@@ -66,6 +74,11 @@ __all__ = [
     "guardrail",
     "hint",
     "identity",
+    "is_fragment",
+    "is_fragment_object",
+    "is_lazy",
+    "is_lazy_fragment",
+    "is_message_fragment",
     "last_assistant_message",
     "message",
     "persona",

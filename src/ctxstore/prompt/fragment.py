@@ -24,7 +24,7 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Iterator, Mapping
 from decimal import Decimal
 from pathlib import PurePath
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, TypeGuard, TypeVar
 
 from ctxstore._base.plans import Effect, Plan, aperformer, arun_plan, performer, run_plan
 from ctxstore.errors import ValidationError
@@ -82,6 +82,36 @@ def is_lazy(value: object) -> bool:
         or inspect.isawaitable(value)
         or isinstance(value, (Iterator, AsyncIterator))
     )
+
+
+def is_fragment(value: object) -> TypeGuard[Fragment]:
+    """True for a :class:`Fragment` (the seed's ``isFragment``)."""
+    return isinstance(value, Fragment)
+
+
+def is_fragment_object(value: object) -> bool:
+    """True for a plain mapping that is not a fragment: data a fragment renders as nested
+    named values (the seed's ``isFragmentObject``)."""
+    return isinstance(value, Mapping) and not isinstance(value, Fragment)
+
+
+def is_lazy_fragment(value: object) -> bool:
+    """True for a fragment whose data holds a lazy value anywhere (a callable, an awaitable, an
+    iterator), which the engine materializes on its first resolve (the seed's
+    ``isLazyFragment``)."""
+    return isinstance(value, Fragment) and _holds_lazy(value.data)
+
+
+def _holds_lazy(value: object) -> bool:
+    if is_lazy(value):
+        return True
+    if isinstance(value, Fragment):
+        return _holds_lazy(value.data)
+    if isinstance(value, Mapping):
+        return any(_holds_lazy(item) for item in value.values())
+    if isinstance(value, (list, tuple)):
+        return any(_holds_lazy(item) for item in value)
+    return False
 
 
 def copy_fragment(source: Fragment) -> Fragment:

@@ -18,6 +18,8 @@ from typing import Any, TypeGuard
 
 from ctxstore.errors import ValidationError
 from ctxstore.prompt.fragment import Fragment
+from ctxstore.ui.parts import is_ui_message
+from ctxstore.ui.validation import check_ui_message
 
 __all__ = [
     "LAST_ASSISTANT_METADATA",
@@ -27,6 +29,7 @@ __all__ = [
     "last_assistant_message",
     "message",
     "message_payload",
+    "replaces_last_assistant",
     "user",
 ]
 
@@ -37,8 +40,12 @@ Content = str | Sequence[Mapping[str, Any]]
 LAST_ASSISTANT_METADATA: dict[str, Any] = {"replace": "last_assistant"}
 
 
-def user(content: Content, *, id: str | None = None) -> Fragment:
-    """A user message; without ``id`` the store gives it one when it is saved."""
+def user(content: Content | Mapping[str, Any], *, id: str | None = None) -> Fragment:
+    """A user message: text, content parts, or a whole message dict (a chat message or an AI
+    SDK ``UIMessage``, whose id becomes the fragment's); without an id the store gives it one
+    when it is saved."""
+    if isinstance(content, Mapping):
+        return _whole_message(content, "user", id)
     return _message_fragment({"role": "user", "content": _content("user", content)}, id)
 
 
@@ -49,13 +56,19 @@ def assistant(content: Content | Mapping[str, Any], *, id: str | None = None) ->
     if given, must be ``assistant``. An ``id=`` that contradicts the dict's id is an error.
     """
     if isinstance(content, Mapping):
-        payload, payload_id = _payload(content, default_role="assistant")
-        if payload["role"] != "assistant":
-            raise ValidationError(f"assistant() got a {payload['role']!r} message")
-        if id is not None and payload_id is not None and id != payload_id:
-            raise ValidationError(f"assistant() got two ids: {id!r} and {payload_id!r}")
-        return _message_fragment(payload, payload_id if id is None else id)
+        return _whole_message(content, "assistant", id)
     return _message_fragment({"role": "assistant", "content": _content("assistant", content)}, id)
+
+
+def _whole_message(source: Mapping[str, Any], role: str, id: str | None) -> Fragment:
+    """``user()`` / ``assistant()`` of a whole message dict: its role, if given, must be
+    ``role``; an ``id=`` that contradicts the dict's id is an error."""
+    payload, payload_id = _payload(source, default_role=role)
+    if payload["role"] != role:
+        raise ValidationError(f"{role}() got a {payload['role']!r} message")
+    if id is not None and payload_id is not None and id != payload_id:
+        raise ValidationError(f"{role}() got two ids: {id!r} and {payload_id!r}")
+    return _message_fragment(payload, payload_id if id is None else id)
 
 
 def assistant_text(text: str, *, id: str | None = None) -> Fragment:
@@ -110,6 +123,12 @@ def last_assistant_message(content: Content | Mapping[str, Any]) -> Fragment:
     return result
 
 
+def replaces_last_assistant(item: Fragment) -> bool:
+    """Whether ``item`` was made by :func:`last_assistant_message`."""
+    metadata = item.metadata or {}
+    return all(metadata.get(key) == value for key, value in LAST_ASSISTANT_METADATA.items())
+
+
 def message_payload(fragment: Fragment) -> dict[str, Any]:
     """A copy of the chat-message dict a message fragment carries."""
     if not is_message_fragment(fragment) or not isinstance(fragment.data, Mapping):
@@ -147,7 +166,11 @@ def _as_mapping(msg: object) -> Mapping[str, Any]:
 def _payload(
     source: Mapping[str, Any], *, default_role: str | None
 ) -> tuple[dict[str, Any], str | None]:
-    """A checked deep copy of a chat-message dict, and the id it carried (removed from it)."""
+    """A checked deep copy of a chat-message dict, and the id it carried (removed from it). A
+    UI message is checked as the AI SDK checks it (an id is optional here: the store can give
+    one)."""
+    if is_ui_message(source):
+        check_ui_message({"id": "generated", "role": default_role, **source})
     payload = copy.deepcopy(dict(source))
     for key in payload:
         if not isinstance(key, str):

@@ -180,7 +180,7 @@ class AsyncStore(StoreShell):
         self,
         *,
         user_id: str | None = None,
-        metadata: tuple[str, Any] | None = None,
+        metadata: tuple[str, Any] | Mapping[str, Any] | None = None,
         limit: int | None = None,
         offset: int = 0,
     ) -> list[ChatInfo]:

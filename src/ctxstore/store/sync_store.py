@@ -181,11 +181,12 @@ class Store(StoreShell):
         self,
         *,
         user_id: str | None = None,
-        metadata: tuple[str, Any] | None = None,
+        metadata: tuple[str, Any] | Mapping[str, Any] | None = None,
         limit: int | None = None,
         offset: int = 0,
     ) -> list[ChatInfo]:
-        """Chats newest ``updated_at`` first; ``metadata=(key, value)`` matches type-exactly."""
+        """Chats newest ``updated_at`` first; ``metadata=(key, value)`` (or the seed's
+        ``{"key": k, "value": v}``) matches type-exactly."""
         return self.run(
             listing.list_chats(
                 self._state, user_id=user_id, metadata=metadata, limit=limit, offset=offset

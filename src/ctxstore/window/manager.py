@@ -24,9 +24,10 @@ from __future__ import annotations
 import asyncio
 import copy
 import inspect
+import logging
 import math
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from typing import Any, TypedDict
+from typing import Any, Literal, TypedDict
 
 from ctxstore._base.plans import Effect, Plan, aperformer, arun_plan, performer, run_plan
 from ctxstore.errors import ConfigurationError, ValidationError
@@ -35,6 +36,7 @@ from ctxstore.messages.text import message_text
 from ctxstore.messages.tokens import TokenCounter, count_tokens, message_counter
 from ctxstore.messages.tool_groups import safe_cut_point
 from ctxstore.messages.usage import normalize_usage
+from ctxstore.ui.to_model import model_messages_of
 from ctxstore.window.summarizer import (
     CONTEXT_SUMMARY,
     DEFAULT_SUMMARY_TOKENS,
@@ -47,15 +49,25 @@ from ctxstore.window.summarizer import (
 
 __all__ = [
     "CONTEXT_SUMMARY",
+    "DEFAULT_MAX_TOKENS",
     "Compactify",
     "ContextManager",
     "ContextState",
+    "WindowSource",
     "is_context_summary",
     "summary_section",
 ]
 
+log = logging.getLogger(__name__)
+
 #: A caller's summarizer: the messages to summarize -> the summary text (or an awaitable of it).
 Compactify = Callable[[list[dict[str, Any]]], "str | Awaitable[str]"]
+
+
+#: The window of a manager given neither ``max_tokens`` nor a model litellm knows (the seed's).
+DEFAULT_MAX_TOKENS = 128_000
+#: Where a manager's window came from.
+WindowSource = Literal["max_tokens", "model", "default"]
 
 
 class ContextState(TypedDict):
@@ -65,6 +77,9 @@ class ContextState(TypedDict):
     total_output_tokens: int
     estimated_context_size: int
     max_tokens: int
+    #: Where ``max_tokens`` came from: ``"max_tokens"`` (given), ``"model"`` (litellm's map of
+    #: the model's input window) or ``"default"`` (neither: 128,000 tokens).
+    max_tokens_source: WindowSource
     usage_ratio: float
     soft_threshold_exceeded: bool
     hard_threshold_exceeded: bool
@@ -110,7 +125,7 @@ class ContextManager:
         if model is not None and (not isinstance(model, str) or not model):
             raise ConfigurationError(f"model must be a model name or None, got {model!r}")
         self.model = model
-        self.max_tokens = _window(model, max_tokens)
+        self.max_tokens, self.max_tokens_source = _window(model, max_tokens)
         for name, value in (("soft_threshold", soft_threshold), ("hard_threshold", hard_threshold)):
             if isinstance(value, bool) or not isinstance(value, (int, float)):
                 raise ConfigurationError(f"{name} must be a number, got {value!r}")
@@ -225,6 +240,7 @@ class ContextManager:
             "total_output_tokens": self.total_output_tokens,
             "estimated_context_size": size,
             "max_tokens": self.max_tokens,
+            "max_tokens_source": self.max_tokens_source,
             "usage_ratio": self._ratio(),
             "soft_threshold_exceeded": size >= self.soft_tokens,
             "hard_threshold_exceeded": size >= self.hard_tokens,
@@ -352,28 +368,42 @@ class ContextManager:
         self, messages: Sequence[Mapping[str, Any]], system_prompt: str | None = None
     ) -> list[dict[str, Any]]:
         """The list to send: one leading system message (``system_prompt``, the list's own
-        leading system messages and the summary section, in that order), then the other
-        messages, without the summary message and without any ``metadata`` (never sent to a
-        model). With neither a system prompt nor a summary there is no added system message."""
+        leading system messages and the newest summary's section, in that order), then the
+        messages after the newest summary, without any ``metadata`` (never sent to a model).
+        What a summary covers is gone: everything between the leading system messages and
+        the newest summary is dropped, as the seed does, so the context shrinks. UI messages
+        are sent as the model messages they become. With neither a system prompt nor a summary
+        there is no added system message."""
         if system_prompt is not None and not isinstance(system_prompt, str):
             raise ValidationError(f"system_prompt must be a text or None, got {system_prompt!r}")
         items = [_plain(message, index) for index, message in enumerate(messages)]
-        summaries = [item for item in items if is_context_summary(item)]
-        rest = [item for item in items if not is_context_summary(item)]
         sections = [system_prompt] if system_prompt else []
-        while rest and rest[0].get("role") == "system":
-            text = message_text(rest.pop(0))
+        start = 0
+        while start < len(items) and _instructions(items[start]):
+            text = message_text(items[start])
             if text:
                 sections.append(text)
-        if summaries:  # a list holds one; were there more, the newest covers the others
-            sections.append(summary_section(message_text(summaries[-1])))
+            start += 1
+        newest = max(
+            (index for index, item in enumerate(items) if is_context_summary(item)), default=-1
+        )
+        if newest >= 0:
+            sections.append(summary_section(message_text(items[newest])))
+            start = newest + 1
         prepared = [
-            {key: value for key, value in item.items() if key != "metadata"} for item in rest
+            {key: value for key, value in sent.items() if key != "metadata"}
+            for item in items[start:]
+            for sent in model_messages_of(item)
         ]
         if sections:
             prepared.insert(0, {"role": "system", "content": "\n\n".join(sections)})
         self._observe(prepared)
         return prepared
+
+
+def _instructions(message: Mapping[str, Any]) -> bool:
+    """A leading system message: instructions, folded into the system message, never dropped."""
+    return message.get("role") == "system" and not is_context_summary(message)
 
 
 def _plain(message: Mapping[str, Any], index: int) -> dict[str, Any]:
@@ -405,17 +435,20 @@ def _summary_text(text: object) -> str:
     return text
 
 
-def _window(model: str | None, max_tokens: int | None) -> int:
+def _window(model: str | None, max_tokens: int | None) -> tuple[int, WindowSource]:
+    """The window and where it came from: ``max_tokens=``, the model's entry in litellm's map,
+    else the seed's default of 128,000 tokens (logged, and reported by ``get_state()``)."""
     if max_tokens is not None:
         if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or max_tokens < 1:
             raise ConfigurationError(f"max_tokens must be a positive integer, got {max_tokens!r}")
-        return max_tokens
-    if model is None:
-        raise ConfigurationError("a ContextManager needs max_tokens= or a model= litellm knows")
-    window = input_window(model)
-    if window is None:
-        raise ConfigurationError(
-            f"the input window of model {model!r} is unknown to litellm's model map: "
-            "pass max_tokens="
-        )
-    return window
+        return max_tokens, "max_tokens"
+    window = input_window(model) if model is not None else None
+    if window is not None:
+        return window, "model"
+    why = "no model" if model is None else f"model {model!r} is not in litellm's map"
+    log.info(
+        "ContextManager: %s and no max_tokens; using the default window of %d tokens",
+        why,
+        DEFAULT_MAX_TOKENS,
+    )
+    return DEFAULT_MAX_TOKENS, "default"

@@ -37,6 +37,7 @@ from ctxstore.errors import ConfigurationError, CtxStoreError
 from ctxstore.messages.summaries import CONTEXT_SUMMARY, is_context_summary
 from ctxstore.messages.text import called_tools, item_text, message_label, message_text
 from ctxstore.messages.tokens import TokenCounter, count_tokens
+from ctxstore.ui.to_model import model_messages_of
 from ctxstore.window.model_info import model_info
 
 __all__ = [
@@ -162,9 +163,10 @@ class ModelRequest:
 
 def transcript_lines(messages: Sequence[Mapping[str, Any]]) -> list[str]:
     """The messages as transcript lines ``role: text``, tool calls and results included (an
-    earlier summary is labelled as one, so the model folds it in rather than quoting it)."""
+    earlier summary is labelled as one, so the model folds it in rather than quoting it). A UI
+    message reads as the model messages it is sent as: its steps, calls and results."""
     lines = []
-    for message in messages:
+    for message in (sent for item in messages for sent in model_messages_of(item)):
         role = message_label(message) or "unknown"
         if is_context_summary(message):
             role = "earlier summary"

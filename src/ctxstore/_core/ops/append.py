@@ -17,7 +17,14 @@ from ctxstore._core.format.records import (
 )
 from ctxstore._core.format.tokens import token_entries
 from ctxstore._core.ids import new_request_id, new_tags
-from ctxstore._core.ops.chats import chat_context, keys_for, scope_args, touch_indexes, with_touch
+from ctxstore._core.ops.chats import (
+    chat_context,
+    check_title,
+    keys_for,
+    scope_args,
+    touch_indexes,
+    with_touch,
+)
 from ctxstore._core.ops.jobs import enqueue_compaction
 from ctxstore._core.protocol import Operation, script_call
 from ctxstore._core.scripts import load_script
@@ -32,6 +39,8 @@ from ctxstore.models import (
     MessageInput,
     NewMessage,
 )
+from ctxstore.ui.parts import is_ui_message
+from ctxstore.ui.validation import check_ui_message
 
 
 def own_id(item: object, where: str) -> tuple[object, str]:
@@ -107,6 +116,10 @@ def append_args(
                 raise ValidationError(f"{where} repeats message id {chosen!r}")
             seen.add(chosen)
         chosen_ids.append(chosen)
+        if isinstance(payload, Mapping) and is_ui_message(payload):
+            # A UI message comes from a browser: its parts are checked as the AI SDK checks
+            # them before anything is sent (its id is the chosen one, or generated).
+            check_ui_message({**payload, "id": chosen or "generated"}, index)
         checked = check_payload(payload, where)
         payloads.append(checked)
         body = encode(checked, what=where, limit=limit)
@@ -132,6 +145,7 @@ def append(
     incarnation: str | None = None,
     count_tokens: MessageCounter | None = None,
     compaction: CompactionTrigger | None = None,
+    title_if_none: str | None = None,
 ) -> Operation[AppendResult]:
     """Append in order and move the head, in one script; see ``lua/append.lua`` for the policies.
     ``branch`` None writes to the branch that is active when the script runs.
@@ -141,6 +155,7 @@ def append(
     reply) answer like the first time instead of writing twice. ``compaction``: when the append
     takes the branch's context to its threshold, the script sets the chat's job marker (once)
     and, on a single server, adds the job to its stream; elsewhere the job follows the reply.
+    ``title_if_none``: the title the chat takes in the same call if it has none yet.
     """
     chat = state.keyspace.chat(chat_id)
     if branch is not None:
@@ -149,6 +164,7 @@ def append(
         check_name(expected_head, "expected_head")
     check_policy(on_conflict, _CONFLICT_POLICIES, "on_conflict")
     check_policy(on_existing, _EXISTING_POLICIES, "on_existing")
+    title = "" if title_if_none is None else check_title(title_if_none)
     now = state.clock()
     base = 0 if expected_head is None else state.head_sizes.get(chat_id, expected_head)
     chosen_ids, tags, records, entries = append_args(
@@ -184,7 +200,7 @@ def append(
     call = script_call(
         script,
         keys,
-        ("\t".join(fields), "\t".join(chosen_ids), entries, *records),
+        ("\t".join(fields), "\t".join(chosen_ids), entries, title, *records),
         parse=lambda reply: _parse_append(reply, chosen_ids, tags),
         context=chat_context(chat_id),
         writes=True,

@@ -32,7 +32,7 @@ import base64
 import logging
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -73,7 +73,9 @@ def _check_page(limit: int | None, offset: int) -> None:
         raise ValidationError(f"offset must be an integer from 0 to {MAX_PAGE}, got {offset!r}")
 
 
-def _check_filter(metadata: tuple[str, Any] | None, state: StoreState) -> tuple[str, Any] | None:
+def _check_filter(
+    metadata: tuple[str, Any] | Mapping[str, Any] | None, state: StoreState
+) -> tuple[str, Any] | None:
     """The filter with its value canonicalized by a msgpack round trip (tuples become lists...).
 
     Stored values come back from msgpack, so comparing against the round-tripped query keeps
@@ -81,8 +83,12 @@ def _check_filter(metadata: tuple[str, Any] | None, state: StoreState) -> tuple[
     """
     if metadata is None:
         return None
+    if isinstance(metadata, Mapping) and set(metadata) == {"key", "value"}:
+        metadata = (metadata["key"], metadata["value"])  # the seed's {"key": k, "value": v}
     if not isinstance(metadata, tuple) or len(metadata) != 2:
-        raise ValidationError("metadata filter must be a (key, value) tuple")
+        raise ValidationError(
+            'metadata filter must be a (key, value) tuple or {"key": k, "value": v}'
+        )
     key, value = metadata
     check_name(key, "metadata key")
     packed = encode(value, what="metadata filter", limit=state.limits.max_message_bytes)
@@ -281,7 +287,7 @@ def list_chats(
     state: StoreState,
     *,
     user_id: str | None = None,
-    metadata: tuple[str, Any] | None = None,
+    metadata: tuple[str, Any] | Mapping[str, Any] | None = None,
     limit: int | None = None,
     offset: int = 0,
 ) -> Operation[list[ChatInfo]]:
