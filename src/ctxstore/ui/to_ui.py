@@ -9,7 +9,8 @@ becomes that value; anything else stays the string it was: either way ``to_model
 gives the same text back), ``input-available`` when none does. String content is one
 ``text`` part; content parts become ``text`` and ``file`` parts. Responses items convert the
 same way: ``function_call`` / ``function_call_output`` as a call and its result,
-``reasoning`` as a ``reasoning`` part, ``message`` items by their role. A UI message passes through as it is.
+``reasoning`` as a ``reasoning`` part, ``message`` items by their role. A UI message passes
+through as it is.
 """
 
 from __future__ import annotations
