@@ -151,6 +151,20 @@ class ChatGraph(Serializable):
     checkpoints: tuple[CheckpointInfo, ...]
 
 
+@dataclass(frozen=True, kw_only=True, slots=True)
+class MessageVersion(Serializable):
+    """One version of a message: a message that shares its parent (an edit, a regenerated
+    answer, the original), with the branches whose chain holds it (a chat UI's "< 2/3 >")."""
+
+    id: str
+    parent_id: str | None
+    created_at: int
+    message: dict[str, Any]
+    #: The branches whose chain passes through this version, by name.
+    branches: tuple[str, ...]
+    metadata: dict[str, Any] | None = None
+
+
 ConflictPolicy = Literal["raise", "rebase", "fork"]
 #: The form of the messages an engine writes itself: AI SDK UI messages or chat-completions.
 MessageFormat = Literal["model", "ui"]

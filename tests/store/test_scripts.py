@@ -196,6 +196,7 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     store.add_usage("c1", {"input_tokens": 1})
     first = store.append("c1", "main", [{"role": "user", "content": "a"}] * 2, expected_head=None)
     store.get_message("c1", first.head_message_id)
+    store.message_versions("c1", first.head_message_id)
     store.get_chain("c1", first.head_message_id)
     store.load_branch("c1")
     store.create_branch("c1", first.head_message_id)

@@ -23,7 +23,7 @@ from ctxstore._base.ids import check_key_id, check_name
 from ctxstore._base.plans import Plan, Run
 from ctxstore._core.cache import EMPTY_CHAIN, CachedChain
 from ctxstore._core.ops import append as append_ops
-from ctxstore._core.ops import branches, chats, checkpoints, opening, reads, turns
+from ctxstore._core.ops import branches, chats, checkpoints, opening, reads, turns, versions
 from ctxstore._core.ops import graph as graph_ops
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.ops.chats import metadata_args
@@ -33,7 +33,7 @@ from ctxstore.engine.inspection import snapshot
 from ctxstore.engine.prompt_buffer import PromptBuffer
 from ctxstore.engine.session import ChatSession, Scope
 from ctxstore.engine.titles import static_chat_title
-from ctxstore.errors import ConfigurationError, LeaseLostError
+from ctxstore.errors import ConfigurationError, LeaseLostError, NotFoundError
 from ctxstore.messages.tokens import MessageCounter, TokenCounter, message_counter
 from ctxstore.models import (
     BranchInfo,
@@ -516,6 +516,22 @@ class EngineCore:
             lambda: branches.set_active_branch(self._state, self.chat_id, name, **self._write_scope)
         )
         return info
+
+    def switch_to_version_op(self, message_id: str) -> Operation[BranchInfo]:
+        """Activate the newest branch whose chain holds ``message_id`` (one of the versions a
+        chat UI pages through) and work there; pending messages are dropped."""
+        yield from self.ensure_open()
+        found = yield from versions.message_versions(
+            self._state, self.chat_id, message_id, **self._scope
+        )
+        holders = next(version.branches for version in found if version.id == message_id)
+        if not holders:
+            raise NotFoundError(
+                f"no branch holds message {message_id!r}: rewind to it to start one",
+                what="branch",
+                id=message_id,
+            )
+        return (yield from self.switch_branch_op(holders[-1]))
 
     def checkpoint_op(self, name: str) -> Operation[CheckpointInfo]:
         """Name the current head; an existing checkpoint of that name moves here."""

@@ -230,6 +230,11 @@ class ContextEngine(_EngineBase[Store]):
         """Activate ``name`` and work there; pending messages are dropped."""
         return self._store.run(self._core.switch_branch_op(name))
 
+    def switch_to_version(self, message_id: str) -> BranchInfo:
+        """Activate the newest branch that holds ``message_id`` (a version of a message: see
+        ``Store.message_versions``) and work there; pending messages are dropped."""
+        return self._store.run(self._core.switch_to_version_op(message_id))
+
     def checkpoint(self, name: str) -> CheckpointInfo:
         """Name the current head."""
         return self._store.run(self._core.checkpoint_op(name))
@@ -354,6 +359,10 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
     async def switch_branch(self, name: str) -> BranchInfo:
         """The async form of :meth:`ContextEngine.switch_branch`."""
         return await self._store.run(self._core.switch_branch_op(name))
+
+    async def switch_to_version(self, message_id: str) -> BranchInfo:
+        """The async form of :meth:`ContextEngine.switch_to_version`."""
+        return await self._store.run(self._core.switch_to_version_op(message_id))
 
     async def checkpoint(self, name: str) -> CheckpointInfo:
         """The async form of :meth:`ContextEngine.checkpoint`."""

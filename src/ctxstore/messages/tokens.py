@@ -41,7 +41,7 @@ from typing import Any
 
 from ctxstore.errors import ValidationError
 from ctxstore.ui.parts import is_ui_message
-from ctxstore.ui.to_model import model_messages_of
+from ctxstore.ui.to_model import ui_model_messages
 
 __all__ = [
     "DEFAULT_ENCODING",
@@ -140,10 +140,10 @@ def message_tokens(
     message counts as the model messages it is sent as (:func:`ctxstore.ui.to_model_messages`):
     its steps, calls and results, not its reasoning or data parts."""
     if "parts" in message and is_ui_message(message):
-        return sum(
-            _chat_message_tokens(converted, counter, role_counter)
-            for converted in model_messages_of(message)
-        )
+        tokens = 0
+        for converted in ui_model_messages(message):
+            tokens += _chat_message_tokens(converted, counter, role_counter)
+        return tokens
     return _chat_message_tokens(message, counter, role_counter)
 
 

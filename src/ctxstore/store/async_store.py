@@ -27,6 +27,7 @@ from ctxstore._core.ops import (
     reads,
     retention,
     summaries,
+    versions,
 )
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.ops.transfer import exports, imports
@@ -43,6 +44,7 @@ from ctxstore.models import (
     ConflictPolicy,
     ExistingPolicy,
     MessageInput,
+    MessageVersion,
     OpenedChat,
     StoredMessage,
     StreamPiece,
@@ -237,6 +239,14 @@ class AsyncStore(StoreShell):
     ) -> StoredMessage:
         """The async form of :meth:`Store.get_message`."""
         return await self.run(reads.get_message(self._state, chat_id, message_id, user_id=user_id))
+
+    async def message_versions(
+        self, chat_id: str, message_id: str, *, user_id: str | None = None
+    ) -> list[MessageVersion]:
+        """The async form of :meth:`Store.message_versions`."""
+        return await self.run(
+            versions.message_versions(self._state, chat_id, message_id, user_id=user_id)
+        )
 
     async def get_chain(
         self,

@@ -26,6 +26,7 @@ from ctxstore._core.ops import (
     reads,
     retention,
     summaries,
+    versions,
 )
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.ops.transfer import exports, imports
@@ -42,6 +43,7 @@ from ctxstore.models import (
     ConflictPolicy,
     ExistingPolicy,
     MessageInput,
+    MessageVersion,
     OpenedChat,
     StoredMessage,
     StreamPiece,
@@ -260,6 +262,16 @@ class Store(StoreShell):
     ) -> StoredMessage:
         """One message by id (``id``, ``parent_id``, ``created_at``, ``message``, ``metadata``)."""
         return self.run(reads.get_message(self._state, chat_id, message_id, user_id=user_id))
+
+    def message_versions(
+        self, chat_id: str, message_id: str, *, user_id: str | None = None
+    ) -> list[MessageVersion]:
+        """The versions of a message: the messages that share its parent (the original, its
+        edits, regenerated answers), oldest first, each with the branches whose chain holds it.
+        One round trip."""
+        return self.run(
+            versions.message_versions(self._state, chat_id, message_id, user_id=user_id)
+        )
 
     def get_chain(
         self,

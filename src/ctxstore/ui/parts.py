@@ -47,12 +47,9 @@ TOOL_STATES = (
 def is_ui_message(message: object) -> bool:
     """Whether ``message`` is a UI message: a dict with a ``parts`` list, no ``content`` and no
     ``type`` (a chat-completions message or a Responses item has one of those)."""
-    return (
-        isinstance(message, Mapping)
-        and isinstance(message.get("parts"), list)
-        and "content" not in message
-        and "type" not in message
-    )
+    if type(message) is not dict and not isinstance(message, Mapping):
+        return False
+    return type(message.get("parts")) is list and "content" not in message and "type" not in message
 
 
 def is_tool_part(part: Mapping[str, Any]) -> bool:

@@ -59,8 +59,22 @@ def model_messages_of(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     message was checked when it was saved); a non-UI message is itself."""
     if not is_ui_message(message):
         return [dict(message)]
+    return ui_model_messages(message)
+
+
+def ui_model_messages(message: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The model messages of a UI message (the caller knows it is one).
+
+    Counting a saved chat converts every message, so the shapes most messages have (a question
+    of one text part; an answer of one step of text) take a short path that builds the same
+    message as the general one."""
     role = message.get("role")
-    parts = [part for part in message["parts"] if isinstance(part, Mapping)]
+    parts = message["parts"]
+    if len(parts) <= 2 and role in ("user", "assistant"):
+        text = _plain_text(parts, role)
+        if text is not None:
+            return [{"role": role, "content": text}] if text or role == "user" else []
+    parts = [part for part in parts if isinstance(part, Mapping)]
     if role == "system":
         return [{"role": "system", "content": _joined_text(parts)}]
     if role == "user":
@@ -70,10 +84,31 @@ def model_messages_of(message: Mapping[str, Any]) -> list[dict[str, Any]]:
     return []
 
 
+def _plain_text(parts: list[Any], role: object) -> str | None:
+    """The text of a one-text message: ``[text]`` (a question), ``[step-start, text]`` or
+    ``[text]`` (a one-step answer); None for any other shape."""
+    first = parts[0] if parts else None
+    if type(first) is not dict:
+        return None
+    kind = first.get("type")
+    if len(parts) == 1:
+        text = first.get("text")
+        return text if kind == "text" and type(text) is str else None
+    second = parts[1]
+    if role != "assistant" or kind != "step-start" or type(second) is not dict:
+        return None
+    text = second.get("text")
+    return text if second.get("type") == "text" and type(text) is str else None
+
+
 def to_json_text(value: object) -> str:
     """``value`` as JavaScript's ``JSON.stringify`` writes it (no spaces, non-ASCII kept): what
     the SDK sends, so a count or a comparison agrees to the character."""
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
+    return _JSON.encode(value)
+
+
+#: One encoder for every call: ``json.dumps`` with non-default options builds a new one each time.
+_JSON = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False, default=str)
 
 
 def _joined_text(parts: list[Mapping[str, Any]]) -> str:

@@ -1,0 +1,64 @@
+"""The versions of a message: the messages that share its parent, across branches (an edit
+forks a branch at the parent, a regenerated answer too), each with the branches that hold it.
+One ``message_versions.lua`` call; what a chat UI shows as "< 2/3 >"."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ctxstore._base.ids import check_name
+from ctxstore._core.format.fields import text
+from ctxstore._core.format.records import Slice, chain_messages
+from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
+from ctxstore._core.protocol import Operation, script_call
+from ctxstore._core.scripts import load_script
+from ctxstore._core.state import StoreState
+from ctxstore.models import MessageVersion
+
+
+def message_versions(
+    state: StoreState,
+    chat_id: str,
+    message_id: str,
+    *,
+    user_id: str | None = None,
+    incarnation: str | None = None,
+) -> Operation[list[MessageVersion]]:
+    """The messages that share ``message_id``'s parent, oldest first (it among them)."""
+    chat = state.keyspace.chat(chat_id)
+    check_name(message_id, "message_id")
+    script = load_script("message_versions")
+    key = chat.key("log")
+
+    def parse(reply: Sequence[Any]) -> list[MessageVersion]:
+        inc, parent_position, parent_record, versions = reply
+        inc = text(inc)
+        parent_id = None
+        if int(parent_position) >= 0:
+            parent = Slice(int(parent_position), int(parent_position), [parent_record])
+            parent_id = chain_messages([parent], inc, key, None)[0][0]["id"]
+        found = []
+        for position, record, branches in versions:
+            own = Slice(int(position), int(position), [record])
+            stored = chain_messages([own], inc, key, parent_id)[0][0]
+            found.append(
+                MessageVersion(
+                    id=stored["id"],
+                    parent_id=parent_id,
+                    created_at=stored["created_at"],
+                    message=stored["message"],
+                    metadata=stored.get("metadata"),
+                    branches=tuple(text(name) for name in branches),
+                )
+            )
+        return found
+
+    versions: list[MessageVersion] = yield script_call(
+        script,
+        keys_for(script, chat),
+        (*scope_args(user_id, incarnation), message_id),
+        parse=parse,
+        context=chat_context(chat_id),
+    )
+    return versions

@@ -1,0 +1,89 @@
+"""The versions of a message (what a chat UI shows as "< 2/3 >"): the messages that share its
+parent, across branches, oldest first, each with the branches that hold it; one round trip;
+and the engine's switch to a version. On every backend, through both shells."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+import ctxstore
+from tests.support.wire import trace_wire
+
+
+def msg(message_id: str, role: str, content: str) -> dict[str, str]:
+    return {"id": message_id, "role": role, "content": content}
+
+
+def three_answers(store: Any) -> tuple[str, str]:
+    """u1 -> a1 on main; a1 edited twice: main-v2 and main-v2-v2 hold the new answers."""
+    store.upsert_chat("c1", "alice")
+    store.append(
+        "c1", "main", [msg("u1", "user", "q"), msg("a1", "assistant", "one")], expected_head=None
+    )
+    second = store.append(
+        "c1", "main", [msg("a1", "assistant", "two")], expected_head="a1", on_existing="fork"
+    )
+    third = store.append(
+        "c1",
+        second.branch,
+        [msg("a1", "assistant", "three"), msg("u2", "user", "more")],
+        expected_head=second.head_message_id,
+        on_existing="fork",
+    )
+    return second.branch, third.branch
+
+
+def test_the_versions_of_an_answer_across_branches(store: Any, backend: str) -> None:
+    second, third = three_answers(store)
+    store.message_versions("c1", "u1")  # the script is loaded once per server
+    with trace_wire() as wire:
+        versions = store.message_versions("c1", "a1")
+    if not backend.startswith("redis+cluster"):
+        assert (wire.round_trips, wire.script_calls) == (1, 1)
+    assert [v.message["content"] for v in versions] == ["one", "two", "three"]
+    assert [v.branches for v in versions] == [("main",), (second,), (third,)]
+    assert {v.parent_id for v in versions} == {"u1"}
+    assert versions[0].id == "a1"
+    # any version names the same set
+    assert store.message_versions("c1", versions[2].id) == versions
+
+
+def test_a_message_without_siblings_is_its_only_version(store: Any) -> None:
+    second, third = three_answers(store)
+    (root,) = store.message_versions("c1", "u1")
+    assert root.id == "u1"
+    assert root.parent_id is None
+    assert root.branches == ("main", second, third)
+    (later,) = store.message_versions("c1", "u2")
+    assert later.branches == (third,)
+
+
+def test_a_branch_made_at_a_message_holds_no_version_of_its_children(store: Any) -> None:
+    three_answers(store)
+    side = store.create_branch("c1", "u1", name="side")
+    versions = store.message_versions("c1", "a1")
+    assert all(side.name not in v.branches for v in versions)
+    assert side.name in store.message_versions("c1", "u1")[0].branches
+
+
+def test_versions_of_an_unknown_message_or_chat(store: Any) -> None:
+    three_answers(store)
+    with pytest.raises(ctxstore.errors.NotFoundError):
+        store.message_versions("c1", "nope")
+    with pytest.raises(ctxstore.errors.NotFoundError):
+        store.message_versions("other", "a1")
+    with pytest.raises(ctxstore.errors.PermissionDeniedError):
+        store.message_versions("c1", "a1", user_id="mallory")
+
+
+def test_the_engine_switches_to_the_newest_branch_holding_a_version(make_engine: Any) -> None:
+    second, _third = three_answers(make_engine.store)
+    engine = make_engine()
+    versions = make_engine.store.message_versions("c1", "a1")
+    assert engine.switch_to_version(versions[1].id).name == second
+    assert engine.branch == second
+    assert [m["content"] for m in engine.resolve().messages] == ["q", "two"]
+    assert engine.switch_to_version("a1").name == "main"
+    assert make_engine.store.get_chat("c1").active_branch == "main"
