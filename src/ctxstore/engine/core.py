@@ -319,7 +319,7 @@ class EngineCore:
         size = yield from self._size_op()
         return self.prompt.count(size.context_tokens, self.session.summary, renderer)
 
-    def save_op(self) -> Operation[SavedHead | None]:
+    def save_op(self, *, title: bool = True) -> Operation[SavedHead | None]:
         """Persist the pending messages in one append; returns the new head.
 
         A pending message whose id exists in the chat is an edit: the store forks a branch at
@@ -331,7 +331,9 @@ class EngineCore:
         branch from the anchor (not activated) and the engine moves there, so an answer never
         lands after another turn's message. Before its first save, an engine rebases onto the
         head. A turn's write refused for a lost lease keeps the pending messages; the next save
-        outside the turn puts them on a side branch from the anchor.
+        outside the turn puts them on a side branch from the anchor. A chat without a title
+        takes the static title of the first pending user message in the same append, unless
+        ``title`` is False.
         """
         session, pending = self.session, self.prompt.pending
         yield from self.ensure_open()
@@ -355,7 +357,7 @@ class EngineCore:
         if policy == "rebase" and session.anchor is not None:
             expected, policy = session.anchor, "fork"
         items = [self._as_new_message(item) for item in pending]
-        title = self._static_title() if session.untitled() else None
+        chat_title = self._static_title() if title and session.untitled() else None
         try:
             result = yield from append_ops.append(
                 self._state,
@@ -367,14 +369,14 @@ class EngineCore:
                 on_existing="fork",
                 count_tokens=self.count_message,
                 compaction=self._trigger(),
-                title_if_none=title,
+                title_if_none=chat_title,
                 **self._write_scope,
             )
         except LeaseLostError:
             session.lost_lease()
             raise
-        if title is not None:
-            session.titled(title)
+        if chat_title is not None:
+            session.titled(chat_title)
         assistants = [
             stored_id
             for stored_id, item in zip(result.message_ids, pending, strict=True)

@@ -35,24 +35,34 @@ lost lease). A turn dropped without being read ends when its ``writer_ttl`` pass
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from datetime import timedelta
 from types import TracebackType
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any
 
 from ctxstore._base.litellm import import_litellm
 from ctxstore._base.plans import Effect, Emit, Plan, Run, adrive, aperformer, drive, performer
 from ctxstore._base.twins import documented_by
 from ctxstore._core.ops import streams as answer_stream
-from ctxstore._core.protocol import Operation
 from ctxstore.engine.core import EngineCore
-from ctxstore.engine.titles import agenerate_chat_title, generate_chat_title
+from ctxstore.engine.stream_io import (
+    ABANDON,
+    END,
+    NEXT_CHUNK,
+    NOT_MINE,
+    SETTLE,
+    TITLE,
+    AsyncStreamIO,
+    OpenModel,
+    StartTitle,
+    StreamBuffer,
+    StreamRequest,
+    SyncStreamIO,
+)
 from ctxstore.errors import CtxStoreError, ValidationError
 from ctxstore.models import ResolveResult, SavedHead
 from ctxstore.prompt.fragment import Fragment
@@ -66,65 +76,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("ctxstore")
 
-#: A write of text at most this long after the previous one (seconds)...
-FLUSH_SECONDS: Final = 0.05
-#: ... or once this many chunks with text are waiting...
-FLUSH_CHUNKS: Final = 64
-#: ... or this many characters.
-FLUSH_CHARS: Final = 16_384
-
 #: Keyword arguments of the model call the turn sends itself.
 _OWN_ARGUMENTS = ("messages", "stream")
 
-
-# --- steps ---------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class OpenModel:
-    """Call the model (``completion`` / ``acompletion``) with ``request``; keep its stream."""
-
-    request: dict[str, Any]
-
-
-@dataclass(frozen=True)
-class Write:
-    """Send this write of the stream's text: at once (sync) or in the background, after the
-    write before it (async). Its error comes back at the next Write or Settle."""
-
-    operation: Operation[Any]
-
-
-@dataclass(frozen=True)
-class StartTitle:
-    """Start writing the chat's title from ``question`` (a thread, or a task)."""
-
-    question: Fragment
-    model: str
-    options: dict[str, Any]
-
-
-class _Marker:
-    def __init__(self, name: str) -> None:
-        self._name = name
-
-    def __repr__(self) -> str:
-        return self._name
-
-
-#: Pull the model's next chunk (:data:`END` after the last).
-NEXT_CHUNK: Final = _Marker("NEXT_CHUNK")
-#: What NEXT_CHUNK gives after the last chunk.
-END: Final = _Marker("END")
-#: Wait for the writes sent in the background (their error is raised here).
-SETTLE: Final = _Marker("SETTLE")
-#: The title written meanwhile (None when none was started).
-TITLE: Final = _Marker("TITLE")
-#: Drop what is in flight: the model's stream, the title, a write in the background.
-ABANDON: Final = _Marker("ABANDON")
-
-#: What a streamed turn asks its shell for (each as an :class:`~ctxstore._base.plans.Effect`).
-Request = OpenModel | Write | StartTitle | _Marker
 Steps = Plan[None]
 
 
@@ -231,10 +185,7 @@ class StreamedTurnPlan:
         self.state = "new"
         self._messages: list[dict[str, Any]] = []
         self._chunks: list[Any] = []
-        self._buffer: list[str] = []
-        self._buffered = 0
-        self._writes = 0
-        self._last_write = 0.0
+        self._buffer = StreamBuffer(engine, options.writer_ttl_ms, monotonic)
         #: Whether reading began (the iteration, or a cancel, started the steps after start).
         self.read = False
 
@@ -255,7 +206,7 @@ class StreamedTurnPlan:
             )
         )
         self.state = "streaming"
-        self._last_write = self._monotonic()
+        self._buffer.started(self.stream_id)
         try:
             yield Effect(OpenModel(self._request()))
         except BaseException as error:
@@ -299,19 +250,16 @@ class StreamedTurnPlan:
                 if chunk is END:
                     break
                 self._chunks.append(chunk)
-                text = delta_text(chunk)
-                if text:
-                    self._buffer.append(text)
-                    self._buffered += len(text)
+                self._buffer.add(delta_text(chunk))
                 yield Emit(chunk)
-                if self._write_due():
-                    yield Effect(Write(self._write_op()))
-            if self._buffer:
-                yield Effect(Write(self._write_op()))
+                if self._buffer.due():
+                    yield Effect(self._buffer.write())
+            if self._buffer.waiting:
+                yield Effect(self._buffer.write())
             yield Effect(SETTLE)
             answer, usage = self._answer()
             self._engine.set([self._answer_fragment(answer)])
-            saved: SavedHead | None = yield Run(self._engine.save_op())
+            saved: SavedHead | None = yield Run(self._engine.save_op(title=self._options.title))
         except BaseException as error:
             yield from self._failed(error)
             raise
@@ -328,35 +276,6 @@ class StreamedTurnPlan:
             return
         self.read = True
         yield from self._failed(GeneratorExit())
-
-    def _write_due(self) -> bool:
-        elapsed = self._monotonic() - self._last_write
-        if not self._buffer:  # keep the stream live while the model sends no text
-            return elapsed * 3000 >= self._options.writer_ttl_ms
-        return (
-            self._writes == 0
-            or elapsed >= FLUSH_SECONDS
-            or len(self._buffer) >= FLUSH_CHUNKS
-            or self._buffered >= FLUSH_CHARS
-        )
-
-    def _write_op(self) -> Operation[bool]:
-        piece = "".join(self._buffer)
-        self._buffer.clear()
-        self._buffered = 0
-        self._writes += 1
-        self._last_write = self._monotonic()
-        engine = self._engine
-        assert self.stream_id is not None
-        return answer_stream.write_stream(
-            engine.store_state,
-            engine.chat_id,
-            self.stream_id,
-            self._writes,
-            piece,
-            writer_ttl_ms=self._options.writer_ttl_ms,
-            **engine.stream_scope(fenced=True),
-        )
 
     def _answer(self) -> tuple[Any, Any]:
         """The answer message the chunks make (tool calls included) and its usage."""
@@ -474,8 +393,7 @@ class StreamedTurn(_StreamedTurnBase):
     def __init__(self, store: Store, plan: StreamedTurnPlan) -> None:
         self._store = store
         self._plan = plan
-        self._model_stream: Any = None
-        self._title: Future[str] | None = None
+        self._io = SyncStreamIO(store)
         self._iterator: weakref.ref[Generator[Any, None, None]] | None = None
 
     @classmethod
@@ -519,32 +437,11 @@ class StreamedTurn(_StreamedTurnBase):
         which marks the stream failed, then re-raises."""
         return drive(steps, performer(self._store.run, self._effect))
 
-    def _effect(self, step: Request) -> Any:
-        if isinstance(step, Write):
-            return self._store.run(step.operation)
-        if step is NEXT_CHUNK:
-            return next(self._model_stream, END)
-        if isinstance(step, OpenModel):
-            self._model_stream = import_litellm().completion(**step.request)
-            return None
-        if isinstance(step, StartTitle):
-            executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ctxstore-title")
-            self._title = executor.submit(
-                generate_chat_title, step.question, step.model, **step.options
-            )
-            executor.shutdown(wait=False)
-            return None
-        if step is TITLE:
-            return self._title.result() if self._title is not None else None
-        if step is ABANDON:
-            close = getattr(self._model_stream, "close", None)
-            if callable(close):
-                with contextlib.suppress(Exception):
-                    close()
-            return None
-        if step is SETTLE:
-            return None
-        raise AssertionError(f"unknown step {step!r}")
+    def _effect(self, step: StreamRequest) -> Any:
+        handled = self._io.handle(step)
+        if handled is NOT_MINE:
+            raise AssertionError(f"unknown step {step!r}")
+        return handled
 
 
 @documented_by(StreamedTurn)
@@ -555,9 +452,7 @@ class AsyncStreamedTurn(_StreamedTurnBase):
     def __init__(self, store: AsyncStore, plan: StreamedTurnPlan) -> None:
         self._store = store
         self._plan = plan
-        self._model_stream: Any = None
-        self._title: asyncio.Future[str] | None = None
-        self._writing: asyncio.Future[Any] | None = None
+        self._io = AsyncStreamIO(store)
         self._iterator: weakref.ref[AsyncIterator[Any]] | None = None
 
     @classmethod
@@ -602,47 +497,8 @@ class AsyncStreamedTurn(_StreamedTurnBase):
         the plan, which marks the stream failed, then re-raises."""
         return adrive(steps, aperformer(self._store.run, self._effect))
 
-    async def _effect(self, step: Request) -> Any:
-        if step is NEXT_CHUNK:
-            try:
-                return await self._model_stream.__anext__()
-            except StopAsyncIteration:
-                return END
-        if isinstance(step, Write):
-            await self._settle()
-            self._writing = asyncio.ensure_future(self._store.run(step.operation))
-            return None
-        if step is SETTLE:
-            await self._settle()
-            return None
-        if isinstance(step, OpenModel):
-            self._model_stream = await import_litellm().acompletion(**step.request)
-            return None
-        if isinstance(step, StartTitle):
-            self._title = asyncio.ensure_future(
-                agenerate_chat_title(step.question, step.model, **step.options)
-            )
-            return None
-        if step is TITLE:
-            return await self._title if self._title is not None else None
-        if step is ABANDON:
-            await self._abandon()
-            return None
-        raise AssertionError(f"unknown step {step!r}")
-
-    async def _settle(self) -> None:
-        writing, self._writing = self._writing, None
-        if writing is not None:
-            await writing
-
-    async def _abandon(self) -> None:
-        writing, self._writing = self._writing, None
-        if writing is not None:
-            with contextlib.suppress(Exception):
-                await writing
-        if self._title is not None:
-            self._title.cancel()
-        close = getattr(self._model_stream, "aclose", None)
-        if callable(close):
-            with contextlib.suppress(Exception):
-                await close()
+    async def _effect(self, step: StreamRequest) -> Any:
+        handled = await self._io.handle(step)
+        if handled is NOT_MINE:
+            raise AssertionError(f"unknown step {step!r}")
+        return handled
