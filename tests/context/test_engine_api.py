@@ -12,6 +12,7 @@ IO_METHODS = {
     "rewind",
     "btw",
     "switch_branch",
+    "switch_to_version",
     "checkpoint",
     "restore",
     "update_chat",
