@@ -14,7 +14,8 @@ Quick start::
 The names here are the ones most code needs; everything else is importable from its
 subpackage: ``ctxstore.store``, ``ctxstore.engine``, ``ctxstore.prompt`` (fragments, builders,
 renderers), ``ctxstore.window`` (context-window policy, summarizer), ``ctxstore.messages``
-(token counts, tool groups, usage), ``ctxstore.models`` (every returned value),
+(token counts, tool groups, usage), ``ctxstore.ui`` (AI SDK UI messages),
+``ctxstore.frontend`` (``chat()`` and its stream), ``ctxstore.models`` (every returned value),
 ``ctxstore.errors`` (the whole exception tree), ``ctxstore.worker``, ``ctxstore.integrations``.
 ``ctxstore._core`` is internal.
 
@@ -60,6 +61,10 @@ PUBLIC: dict[str, str] = {
     "AsyncTurn": "ctxstore.engine",
     "StreamedTurn": "ctxstore.engine",
     "AsyncStreamedTurn": "ctxstore.engine",
+    # a useChat frontend's turns (the AI SDK's UI message stream)
+    "chat": "ctxstore.frontend",
+    "achat": "ctxstore.frontend",
+    "resume_sse": "ctxstore.frontend",
     # long conversations
     "ContextManager": "ctxstore.window",
     "Worker": "ctxstore.worker",
@@ -208,11 +213,14 @@ __all__ = [
     "Turn",
     "ValidationError",
     "Worker",
+    "achat",
     "assistant",
+    "chat",
     "connect",
     "connect_async",
     "hint",
     "message",
+    "resume_sse",
     "role",
     "user",
 ]
@@ -224,12 +232,14 @@ __getattr__, __dir__ = lazy_exports(
     MOVED,
     submodules=(
         "engine",
+        "frontend",
         "integrations",
         "messages",
         "models",
         "prompt",
         "settings",
         "store",
+        "ui",
         "window",
         "worker",
     ),
@@ -244,6 +254,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every public name, importe
         StreamedTurn,
         Turn,
     )
+    from ctxstore.frontend import achat, chat, resume_sse
     from ctxstore.models import (
         AppendResult,
         BranchInfo,

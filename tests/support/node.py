@@ -53,3 +53,22 @@ def run_sdk(command: str, cases: list[Any], *, timeout: float = 120) -> list[dic
         raise AssertionError(f"sdk.mjs failed: {done.stderr[-2000:]}")
     answers: list[dict[str, Any]] = json.loads(done.stdout)
     return answers
+
+
+def sdk_read(events: str) -> dict[str, Any]:
+    """The AI SDK client's reading of server-sent events (tests/node/read_stream.mjs): the
+    last UIMessage it built, the chunk types, the transient data chunks, and its errors
+    (a chunk its schema refuses is one)."""
+    node = node_or_skip()
+    done = subprocess.run(
+        [node, str(NODE_DIR / "read_stream.mjs")],
+        input=events,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise AssertionError(f"read_stream.mjs failed: {done.stderr[-2000:]}")
+    result: dict[str, Any] = json.loads(done.stdout)
+    return result

@@ -49,9 +49,12 @@ from ctxstore._base.plans import Effect, Emit, Plan, Run, adrive, aperformer, dr
 from ctxstore._base.twins import documented_by
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore.engine.core import EngineCore
-from ctxstore.engine.stream_io import (
+from ctxstore.engine.stream_io import (  # the FLUSH_* names and Write: 0.3 read them here
     ABANDON,
     END,
+    FLUSH_CHARS,
+    FLUSH_CHUNKS,
+    FLUSH_SECONDS,
     NEXT_CHUNK,
     NOT_MINE,
     SETTLE,
@@ -62,6 +65,7 @@ from ctxstore.engine.stream_io import (
     StreamBuffer,
     StreamRequest,
     SyncStreamIO,
+    Write,
 )
 from ctxstore.errors import CtxStoreError, ValidationError
 from ctxstore.models import ResolveResult, SavedHead
@@ -73,6 +77,18 @@ from ctxstore.ui.to_ui import to_ui_messages
 if TYPE_CHECKING:
     from ctxstore.store.async_store import AsyncStore
     from ctxstore.store.sync_store import Store
+
+__all__ = [
+    "FLUSH_CHARS",
+    "FLUSH_CHUNKS",
+    "FLUSH_SECONDS",
+    "AsyncStreamedTurn",
+    "StreamOptions",
+    "StreamedTurn",
+    "StreamedTurnPlan",
+    "Write",
+    "delta_text",
+]
 
 log = logging.getLogger("ctxstore")
 

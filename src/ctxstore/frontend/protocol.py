@@ -156,6 +156,10 @@ class AnswerBuilder:
     def _metadata_chunk(self, chunk: Mapping[str, Any]) -> None:
         self.message_metadata(chunk.get("messageMetadata"))
 
+    def tool_part(self, call_id: str) -> dict[str, Any] | None:
+        """The part of the tool call ``call_id`` (None: no such call)."""
+        return self._tools.get(call_id)
+
     def message_metadata(self, metadata: Any) -> None:
         if metadata is not None:
             merged = merge_metadata(self.message.get("metadata"), metadata)
