@@ -15,7 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from ctxstore._core.ops import streams as answer_stream
-from ctxstore.errors import ConfigurationError, StreamFailedError
+from ctxstore.errors import ChatNotFoundError, ConfigurationError, StreamFailedError
 from ctxstore.frontend.protocol import SSE_DONE, chunk_json
 from ctxstore.models import StreamPiece
 from ctxstore.store.async_store import AsyncStore
@@ -40,11 +40,14 @@ def resume_sse(
 ) -> Iterator[str] | None:
     """The server-sent events of an answer's stream (``stream_id``, default: the answer being
     streamed on the chat's active branch) after the event id ``after`` (default: from the
-    start); None when no answer is being streamed."""
+    start); None when no answer is being streamed (or the chat does not exist)."""
     if not isinstance(store, Store):
         raise ConfigurationError("resume_sse() takes a Store; use aresume_sse() with an AsyncStore")
     if stream_id is None:
-        stream_id = store.active_stream(chat_id, user_id=user_id)
+        try:
+            stream_id = store.active_stream(chat_id, user_id=user_id)
+        except ChatNotFoundError:
+            return None  # a chat that does not exist streams nothing
         if stream_id is None:
             return None
     return _replay(store.read_stream(chat_id, stream_id, after=after, user_id=user_id))
@@ -76,7 +79,10 @@ async def aresume_sse(
     if not isinstance(store, AsyncStore):
         raise ConfigurationError("aresume_sse() takes an AsyncStore; use resume_sse() with a Store")
     if stream_id is None:
-        stream_id = await store.active_stream(chat_id, user_id=user_id)
+        try:
+            stream_id = await store.active_stream(chat_id, user_id=user_id)
+        except ChatNotFoundError:
+            return None
         if stream_id is None:
             return None
     return _areplay(store.read_stream(chat_id, stream_id, after=after, user_id=user_id))
@@ -115,7 +121,10 @@ def stop_stream(
     branch), from any worker: its writer saves what it streamed, marked aborted. False when
     no such answer is live."""
     if stream_id is None:
-        stream_id = store.active_stream(chat_id, user_id=user_id)
+        try:
+            stream_id = store.active_stream(chat_id, user_id=user_id)
+        except ChatNotFoundError:
+            return False
         if stream_id is None:
             return False
     return bool(store.run(_stop_op(store, chat_id, stream_id, user_id)))
@@ -126,7 +135,10 @@ async def astop_stream(
 ) -> bool:
     """The async form of :func:`stop_stream`."""
     if stream_id is None:
-        stream_id = await store.active_stream(chat_id, user_id=user_id)
+        try:
+            stream_id = await store.active_stream(chat_id, user_id=user_id)
+        except ChatNotFoundError:
+            return False
         if stream_id is None:
             return False
     return bool(await store.run(_stop_op(store, chat_id, stream_id, user_id)))
