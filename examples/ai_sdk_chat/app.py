@@ -55,8 +55,9 @@ def user_of(request: Request) -> str:
     return request.headers.get("x-user-id", "demo")
 
 
-def engine_for(request: Request, chat_id: str) -> ctxstore.AsyncContextEngine:
-    engine = ctxstore.AsyncContextEngine(store=store, chat_id=chat_id, user_id=user_of(request))
+def engine_for(request: Request, chat_id: str, **options: Any) -> ctxstore.AsyncContextEngine:
+    user = user_of(request)
+    engine = ctxstore.AsyncContextEngine(store=store, chat_id=chat_id, user_id=user, **options)
     engine.set(ctxstore.role("You are a helpful assistant. Use the weather tool for weather."))
     return engine
 
@@ -113,7 +114,8 @@ async def messages(request: Request) -> Response:
         await store.get_chat(chat_id, user_id=user_of(request))
     except ctxstore.NotFoundError:
         return JSONResponse({"error": "no such chat"}, status_code=404)
-    context = await engine_for(request, chat_id).resolve()
+    # message_format="ui": each message with versions says which it is ("< 2/3 >")
+    context = await engine_for(request, chat_id, message_format="ui").resolve()
     return JSONResponse(context.ui_messages)
 
 

@@ -386,6 +386,9 @@ class ResolveResult:
     stored: tuple[list[dict[str, Any]], Callable[[], list[str]]] | None = field(
         default=None, repr=False, compare=False
     )
+    #: The chain's messages that have versions: id -> (rank from 0, count), when the read
+    #: asked for them (an engine whose ``message_format`` is ``"ui"``).
+    versions: Mapping[str, tuple[int, int]] | None = field(default=None, repr=False, compare=False)
 
     @classmethod
     def of(
@@ -394,6 +397,7 @@ class ResolveResult:
         stored: list[dict[str, Any]],
         ids: Callable[[], list[str]],
         summary: StoredSummary | None = None,
+        versions: Mapping[str, tuple[int, int]] | None = None,
     ) -> ResolveResult:
         """The result for messages as stored (UI messages among them): ``messages`` holds
         what a model takes (UI messages converted, see :func:`ctxstore.ui.to_model_messages`),
@@ -401,17 +405,27 @@ class ResolveResult:
         messages = stored
         if any("parts" in message and is_ui_message(message) for message in stored):
             messages = [sent for message in stored for sent in model_messages_of(message)]
-        return cls(system_prompt, messages, summary, (stored, ids))
+        return cls(system_prompt, messages, summary, (stored, ids), versions)
 
     @property
     def ui_messages(self) -> list[dict[str, Any]]:
         """The messages as AI SDK UI messages, for a ``useChat`` frontend: UI messages as they
         were saved, chat-completions messages converted (:func:`ctxstore.ui.to_ui_messages`),
-        each with its stored id."""
+        each with its stored id; a message with versions (when the read asked: an engine whose
+        ``message_format`` is ``"ui"``) carries ``metadata["versions"] = {"index", "count"}``."""
         if self.stored is None:
             return to_ui_messages(self.messages)
         payloads, ids = self.stored
-        return to_ui_messages(payloads, ids=ids())
+        shown = to_ui_messages(payloads, ids=ids())
+        if not self.versions:
+            return shown
+        for position, message in enumerate(shown):
+            found = self.versions.get(message["id"])
+            if found is not None:
+                metadata = dict(message.get("metadata") or {})
+                metadata["versions"] = {"index": found[0], "count": found[1]}
+                shown[position] = {**message, "metadata": metadata}
+        return shown
 
     def with_system(self) -> list[dict[str, Any]]:
         """The messages with the system prompt in front (omitted when it is empty)."""

@@ -190,6 +190,9 @@ def test_a_regenerate_is_what_the_store_saved_on_its_new_branch(
         first["id"],
         again["id"],
     ]
+    status, shown = http("GET", f"{server}/api/chat/{chat_id}")
+    assert status == 200
+    assert shown[1]["metadata"]["versions"] == {"index": 1, "count": 2}
 
 
 def test_a_client_that_drops_its_connection_resumes_the_answer_whole(

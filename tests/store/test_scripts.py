@@ -11,7 +11,7 @@ import pytest
 import ctxstore
 from ctxstore._core import protocol
 from ctxstore._core.keys import CHAT_KEY_NAMES
-from ctxstore._core.ops import leases, turns
+from ctxstore._core.ops import leases, reads, turns
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.scripts import (
     LIBRARY,
@@ -197,6 +197,7 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     first = store.append("c1", "main", [{"role": "user", "content": "a"}] * 2, expected_head=None)
     store.get_message("c1", first.head_message_id)
     store.message_versions("c1", first.head_message_id)
+    store.run(reads.read_branch(store.state, "c1", versions=True))
     store.get_chain("c1", first.head_message_id)
     store.load_branch("c1")
     store.create_branch("c1", first.head_message_id)

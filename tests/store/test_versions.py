@@ -87,3 +87,60 @@ def test_the_engine_switches_to_the_newest_branch_holding_a_version(make_engine:
     assert [m["content"] for m in engine.resolve().messages] == ["q", "two"]
     assert engine.switch_to_version("a1").name == "main"
     assert make_engine.store.get_chat("c1").active_branch == "main"
+
+
+def ui(message_id: str, role: str, text: str) -> dict[str, Any]:
+    return {"id": message_id, "role": role, "parts": [{"type": "text", "text": text}]}
+
+
+def test_a_ui_engine_shows_the_versions_of_its_chain(make_engine: Any, backend: str) -> None:
+    """u1 -> a1 (regenerated twice: three versions), u2 edited once (two versions): the UI
+    messages of each branch say which version each is; a message without siblings says
+    nothing."""
+    store = make_engine.store
+    store.upsert_chat("c1", "alice")
+    store.append(
+        "c1", "main", [ui("u1", "user", "q"), ui("a1", "assistant", "one")], expected_head=None
+    )
+    second = store.append(
+        "c1", "main", [ui("a1", "assistant", "two")], expected_head="a1", on_existing="fork"
+    )
+    third = store.append(
+        "c1",
+        second.branch,
+        [ui("a1", "assistant", "three"), ui("u2", "user", "next")],
+        expected_head=second.head_message_id,
+        on_existing="fork",
+    )
+    edited = store.append(
+        "c1",
+        third.branch,
+        [ui("u2", "user", "next, edited")],
+        expected_head=third.head_message_id,
+        on_existing="fork",
+    )
+    make_engine(message_format="ui").resolve()  # the scripts are loaded once per server
+    engine = make_engine(message_format="ui")
+    with trace_wire() as wire:
+        shown = engine.resolve().ui_messages
+    if not backend.startswith("redis+cluster"):
+        assert wire.round_trips == 2  # opening the chat, then the read and the versions
+    assert [m.get("metadata", {}).get("versions") for m in shown] == [
+        None,
+        {"index": 2, "count": 3},
+        {"index": 1, "count": 2},
+    ]
+    assert shown[2]["parts"][0]["text"] == "next, edited"
+    assert edited.branch == store.get_chat("c1").active_branch
+    with trace_wire() as wire:
+        again = engine.resolve().ui_messages
+    if not backend.startswith("redis+cluster"):
+        assert wire.round_trips == 1  # the read and the versions script share the round trip
+    assert again == shown
+    engine.switch_branch("main")
+    assert [m.get("metadata", {}).get("versions") for m in engine.resolve().ui_messages] == [
+        None,
+        {"index": 0, "count": 3},
+    ]
+    plain = make_engine()  # a model-format engine does not ask
+    assert all("metadata" not in m for m in plain.resolve().ui_messages)

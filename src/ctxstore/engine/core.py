@@ -157,7 +157,7 @@ class EngineCore:
             return [message["id"] for message in stored] + pending
 
         system_prompt = self.prompt.system_prompt(renderer, summary)
-        return ResolveResult.of(system_prompt, messages, ids, summary)
+        return ResolveResult.of(system_prompt, messages, ids, summary, self.session.versions)
 
     # --- opening -------------------------------------------------------------------------------
 
@@ -202,16 +202,23 @@ class EngineCore:
         window = reads.Window(
             max_tokens=max_tokens, max_messages=max_messages, after_summary=not full
         )
-        plain = not window.cuts and self.manager is None  # a manager needs the stored size
+        versions = self.message_format == "ui"  # a chat UI shows "< 2/3 >": one script more
+        # a manager needs the stored size, versions their own script: the read does both
+        plain = not window.cuts and self.manager is None and not versions
         if not self.session.opened:
             opened = yield from self.open_op(load=plain, whole=full)
             if opened is not None and plain:
                 return opened
         info, chain, reply = yield from reads.read_branch(
-            self._state, self.chat_id, self.session.branch, window=window, **self._scope
+            self._state,
+            self.chat_id,
+            self.session.branch,
+            window=window,
+            versions=versions,
+            **self._scope,
         )
         summary = reads.branch_summary(self._state, self.chat_id, reply)
-        self.session.read_chain(info, chain, summary, reply.context_tokens)
+        self.session.read_chain(info, chain, summary, reply.context_tokens, reply.versions)
         return chain
 
     def resolve_plan(

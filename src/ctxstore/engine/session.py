@@ -39,6 +39,8 @@ class ChatSession:
         #: The branch the engine works on, and its head as last seen.
         self.branch = "main"
         self.head: str | None = None
+        #: The last read's messages that have versions (id -> (rank, count)), when it asked.
+        self.versions: dict[str, tuple[int, int]] | None = None
         #: The newest message this engine saved on its branch (None before its first save and
         #: after it moved to another branch).
         self.anchor: str | None = None
@@ -130,11 +132,14 @@ class ChatSession:
         chain: CachedChain,
         summary: StoredSummary | None,
         context_tokens: int,
+        versions: dict[str, tuple[int, int]] | None = None,
     ) -> None:
-        """A read returned ``branch``'s chain (from its newest ``summary`` on, when it has one)."""
+        """A read returned ``branch``'s chain (from its newest ``summary`` on, when it has one;
+        with ``versions``, the ranks of its messages that have versions)."""
         self.followed(branch)
         self.summary = summary
         self.context_tokens = context_tokens
+        self.versions = versions
         self._read_chain = chain
         self._last_assistant_known = True
         self._last_assistant = None

@@ -26,6 +26,7 @@ from ctxstore._core.format.records import Slice, chain_messages
 from ctxstore._core.format.summaries import parse_summary_member
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
+from ctxstore._core.ops.versions import chain_versions_call
 from ctxstore._core.protocol import Arg, Call, Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
@@ -242,17 +243,20 @@ def _read_chain(
     user_id: str | None,
     incarnation: str | None,
     window: Window = WHOLE_CHAIN,
+    versions: bool = False,
 ) -> Operation[tuple[str, Any, str, CachedChain, ChainReply]]:
     """One chain read (``mode`` "head" or "branch", see ``lua/get_chain.lua``): (branch name,
     raw branch record, active branch, the chain, the reply's sizes). A whole chain goes through
-    the process cache; a window, or the part after a summary, is read as it is, not cached."""
+    the process cache; a window, or the part after a summary, is read as it is, not cached.
+    ``versions`` (branch mode): the chain's messages that have versions come along, from a
+    second script sent in the same round trip (``reply.versions``)."""
     chat = state.keyspace.chat(chat_id)
     if start is not None:
         check_name(start, mode)
     script = load_script("get_chain")
     cache_key = f"{mode}:{start or ''}"
     cached = None if window.cuts else state.cache.lookup(chat_id, cache_key)
-    name, raw_branch, active, inc, reply = yield script_call(
+    read = script_call(
         script,
         keys_for(script, chat),
         (
@@ -265,6 +269,18 @@ def _read_chain(
         parse=lambda raw: _parse_read(raw, chat.key("chat")),
         context=chat_context(chat_id),
     )
+    if versions and mode == "branch":
+        results = yield (
+            read,
+            chain_versions_call(state, chat_id, start, user_id=user_id, incarnation=incarnation),
+        )
+        for result in results:
+            if isinstance(result, CtxStoreError):
+                raise result
+        (name, raw_branch, active, inc, reply), found = results
+        reply = replace(reply, versions=found)
+    else:
+        name, raw_branch, active, inc, reply = yield read
     if window.cuts or reply.summary_position >= 0:
         chain = yield from assemble_window(state, chat, inc, reply)
     else:
@@ -344,11 +360,13 @@ def read_branch(
     window: Window = WHOLE_CHAIN,
     user_id: str | None = None,
     incarnation: str | None = None,
+    versions: bool = False,
 ) -> Operation[tuple[BranchInfo, CachedChain, ChainReply]]:
     """A branch (the active one for None), its chain (shared lists: do not change them) and the
-    reply's sizes, read in one script; what the process cache holds is not read again."""
+    reply's sizes, read in one script; what the process cache holds is not read again.
+    ``versions``: the chain's messages that have versions too, in the same round trip."""
     name, raw_branch, active, chain, reply = yield from _read_chain(
-        state, chat_id, "branch", branch, max_depth, user_id, incarnation, window
+        state, chat_id, "branch", branch, max_depth, user_id, incarnation, window, versions
     )
     branch_key = state.keyspace.chat(chat_id).key("branch")
     info, _seq = branch_info(name, raw_branch, active=active, key=branch_key)
@@ -520,6 +538,8 @@ class ChainReply:
     summary: bytes | None = None
     #: The tokens of that summary and every message after it (the chain's, without one).
     context_tokens: int = -1
+    #: The chain's messages that have versions, when the read asked (see ``ops.versions``).
+    versions: dict[str, tuple[int, int]] | None = None
 
 
 def parse_chain_reply(reply: Sequence[Any]) -> ChainReply:

@@ -1,6 +1,7 @@
 """The versions of a message: the messages that share its parent, across branches (an edit
-forks a branch at the parent, a regenerated answer too), each with the branches that hold it.
-One ``message_versions.lua`` call; what a chat UI shows as "< 2/3 >"."""
+forks a branch at the parent, a regenerated answer too), each with the branches that hold it
+(one ``message_versions.lua`` call); and where a branch's chain passes such messages, with their
+rank (``chain_versions.lua``, sent beside a read): what a chat UI shows as "< 2/3 >"."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ from ctxstore._base.ids import check_name
 from ctxstore._core.format.fields import text
 from ctxstore._core.format.records import Slice, chain_messages
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
-from ctxstore._core.protocol import Operation, script_call
+from ctxstore._core.protocol import Call, Operation, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
 from ctxstore.models import MessageVersion
@@ -62,3 +63,39 @@ def message_versions(
         context=chat_context(chat_id),
     )
     return versions
+
+
+#: A message id -> (its rank among its versions, oldest first from 0; how many there are).
+ChainVersions = dict[str, tuple[int, int]]
+
+
+def chain_versions_call(
+    state: StoreState,
+    chat_id: str,
+    branch: str | None,
+    *,
+    user_id: str | None = None,
+    incarnation: str | None = None,
+) -> Call[ChainVersions]:
+    """The call that finds the messages with versions on ``branch``'s chain (None: the active
+    branch), to send beside the read of that chain."""
+    chat = state.keyspace.chat(chat_id)
+    script = load_script("chain_versions")
+    key = chat.key("log")
+
+    def parse(reply: Sequence[Any]) -> ChainVersions:
+        inc, found = text(reply[0]), reply[1]
+        versions: ChainVersions = {}
+        for position, record, index, count in found:
+            own = Slice(int(position), int(position), [record])
+            message_id = chain_messages([own], inc, key, None)[0][0]["id"]
+            versions[message_id] = (int(index), int(count))
+        return versions
+
+    return script_call(
+        script,
+        keys_for(script, chat),
+        (*scope_args(user_id, incarnation), branch or ""),
+        parse=parse,
+        context=chat_context(chat_id),
+    )

@@ -1,0 +1,88 @@
+-- chain_versions.lua: where a branch's chain passes a message that has versions (siblings:
+-- messages that share its parent, as edits and regenerated answers make), with its rank among
+-- them: what a chat UI shows as "< 2/3 >" beside each such message.
+-- KEYS[1] chat      chat hash
+-- KEYS[2] log       message records in write order
+-- KEYS[3] runs      run starts (see lib/README.md)
+-- KEYS[4] branch    branch name -> branch record
+-- ARGV[1] user      the caller, "" for anyone
+-- ARGV[2] inc       the incarnation the caller knows, "" for any
+-- ARGV[3] branch    the branch ("" for the chat's active one)
+-- Reply: {incarnation, {{position, record, index (0-based, oldest first), count}...}}: each
+--        message of the chain whose parent has more than one child.
+-- Errors: NOT_FOUND (chat, branch), CORRUPT (a run or record missing), FORBIDDEN, REPLACED.
+-- The children of a position P are the runs that start with parent P and, when P+1 starts no
+-- run, P+1; the chain is walked from its head, run by run, at most MAX_RUNS_PER_CALL runs.
+
+return run(function()
+  local chat, log, runs, branch_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+  local _, inc, fields = open_chat(chat, ARGV[1], ARGV[2], {'active_branch'})
+  local target = ARGV[3]
+  if target == '' then
+    target = text_field(chat, 'active_branch', fields[1])
+  end
+  local head = read_branch(branch_key, target).pos
+  if head < 0 then
+    return {inc, {}}
+  end
+  local length = redis.call('LLEN', log)
+  local starts, children = {}, {}
+  for _, member in ipairs(redis.call('ZRANGE', runs, 0, -1)) do
+    local start, parent = string.match(member, '^(%d+):(%-?%d+):%d+$')
+    if not start then
+      corrupt(runs, member, 'not a run record')
+    end
+    start, parent = tonumber(start), tonumber(parent)
+    starts[start] = true
+    children[parent] = children[parent] or {}
+    table.insert(children[parent], start)
+  end
+  -- The children of each parent with more than one, sorted (the continuation included).
+  local forks = {}
+  for parent, list in pairs(children) do
+    local next_pos = parent + 1
+    if parent >= 0 and next_pos < length and not starts[next_pos] then
+      table.insert(list, next_pos)
+    end
+    if #list > 1 then
+      table.sort(list)
+      forks[parent] = list
+    end
+  end
+  local fork_points = {}
+  for parent in pairs(forks) do
+    fork_points[#fork_points + 1] = parent
+  end
+  local found = {}
+  local function note(position, parent)
+    local list = forks[parent]
+    if not list then
+      return
+    end
+    for index, child in ipairs(list) do
+      if child == position then
+        local record = redis.call('LINDEX', log, position)
+        if not record then
+          fail('CORRUPT', {key = log, field = tostring(position), reason = 'message without a record'})
+        end
+        found[#found + 1] = {position, record, index - 1, #list}
+        return
+      end
+    end
+  end
+  local p, hops = head, 0
+  while p >= 0 and hops < MAX_RUNS_PER_CALL do
+    hops = hops + 1
+    local start, parent = run_of(runs, p)
+    -- inside the run each position continues the one before it: a fork point P in
+    -- [start, p - 1] gives the chain's P + 1 its versions
+    for _, fork in ipairs(fork_points) do
+      if fork >= start and fork < p then
+        note(fork + 1, fork)
+      end
+    end
+    note(start, parent)
+    p = parent
+  end
+  return {inc, found}
+end)
