@@ -49,7 +49,7 @@ def sentence(rng: random.Random, words: int) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(words))
 
 
-def ui_chat(count: int, seed: int = 7) -> list[dict[str, Any]]:
+def ui_chat(count: int, seed: int = 7, tool_share: float = 0.33) -> list[dict[str, Any]]:
     """A chat as useChat sends it: user questions, answers of one or two steps, a third of them
     calling a tool (its input and output as JSON values), reasoning on some."""
     rng = random.Random(seed)
@@ -62,7 +62,7 @@ def ui_chat(count: int, seed: int = 7) -> list[dict[str, Any]]:
         parts = [{"type": "step-start"}]
         if rng.random() < 0.3:
             parts.append({"type": "reasoning", "text": sentence(rng, 20)})
-        if rng.random() < 0.33:
+        if rng.random() < tool_share:
             parts.append(
                 {
                     "type": "tool-search",
@@ -82,8 +82,11 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--messages", type=int, default=1000)
     parser.add_argument("--iterations", type=int, default=30)
+    parser.add_argument(
+        "--tool-share", type=float, default=0.33, help="the answers that call a tool"
+    )
     args = parser.parse_args()
-    chat = ui_chat(args.messages)
+    chat = ui_chat(args.messages, tool_share=args.tool_share)
     model = to_model_messages(chat)
     print(
         f"{len(chat)} UI messages -> {len(model)} chat-completions messages, "

@@ -277,6 +277,7 @@ READS: dict[str, Action] = {
     "list_chats": lambda s, _c: s.list_chats(user_id="alice"),
     "list_chats_page": lambda s, _c: s.list_chats_page(user_id="alice", limit=5),
     "get_message": lambda s, c: s.get_message("c1", c.first),
+    "message_versions": lambda s, c: s.message_versions("c1", c.first),
     "get_chain": lambda s, c: s.get_chain("c1", c.head),
     "load_branch": lambda s, _c: s.load_branch("c1", max_tokens=100, after_summary=True),
     "branch_size": lambda s, _c: s.branch_size("c1"),

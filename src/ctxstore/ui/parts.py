@@ -56,7 +56,7 @@ def is_tool_part(part: Mapping[str, Any]) -> bool:
     """A tool invocation part: ``tool-<name>`` (a tool the server declared) or
     ``dynamic-tool`` (one it did not know ahead of time, such as an MCP tool)."""
     kind = part.get("type")
-    return isinstance(kind, str) and (kind.startswith("tool-") or kind == "dynamic-tool")
+    return type(kind) is str and (kind.startswith("tool-") or kind == "dynamic-tool")
 
 
 def tool_name(part: Mapping[str, Any]) -> str:

@@ -74,7 +74,7 @@ def ui_model_messages(message: Mapping[str, Any]) -> list[dict[str, Any]]:
         text = _plain_text(parts, role)
         if text is not None:
             return [{"role": role, "content": text}] if text or role == "user" else []
-    parts = [part for part in parts if isinstance(part, Mapping)]
+    parts = [part for part in parts if type(part) is dict or isinstance(part, Mapping)]
     if role == "system":
         return [{"role": "system", "content": _joined_text(parts)}]
     if role == "user":
