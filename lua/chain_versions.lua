@@ -26,26 +26,12 @@ return run(function()
     return {inc, {}}
   end
   local length = redis.call('LLEN', log)
-  local starts, children = {}, {}
-  for _, member in ipairs(redis.call('ZRANGE', runs, 0, -1)) do
-    local start, parent = string.match(member, '^(%d+):(%-?%d+):%d+$')
-    if not start then
-      corrupt(runs, member, 'not a run record')
-    end
-    start, parent = tonumber(start), tonumber(parent)
-    starts[start] = true
-    children[parent] = children[parent] or {}
-    table.insert(children[parent], start)
-  end
-  -- The children of each parent with more than one, sorted (the continuation included).
+  local starts, children = run_starts(runs)
+  -- The children of each position with more than one, oldest first.
   local forks = {}
-  for parent, list in pairs(children) do
-    local next_pos = parent + 1
-    if parent >= 0 and next_pos < length and not starts[next_pos] then
-      table.insert(list, next_pos)
-    end
+  for parent in pairs(children) do
+    local list = children_of(starts, children, parent, length)
     if #list > 1 then
-      table.sort(list)
       forks[parent] = list
     end
   end

@@ -23,27 +23,13 @@ return run(function()
   local pos = require_position(alias, log, inc, ARGV[3])
   local parent = parent_at(runs, pos)
   local length = redis.call('LLEN', log)
-  local siblings, order = {}, {}
-  local members = redis.call('ZRANGE', runs, 0, -1)
-  local starts = {}
-  for _, member in ipairs(members) do
-    local start, from = string.match(member, '^(%d+):(%-?%d+):%d+$')
-    if not start then
-      corrupt(runs, member, 'not a run record')
-    end
-    start, from = tonumber(start), tonumber(from)
-    starts[start] = true
-    if from == parent then
-      siblings[start] = {}
-      order[#order + 1] = start
-    end
+  local starts, children = run_starts(runs)
+  local order = children_of(starts, children, parent, length)
+  local siblings = {}
+  for _, at in ipairs(order) do
+    siblings[at] = {}
   end
   local next_pos = parent + 1
-  if parent >= 0 and next_pos < length and not starts[next_pos] then
-    siblings[next_pos] = {}
-    order[#order + 1] = next_pos
-  end
-  table.sort(order)
   local flat = redis.call('HGETALL', branch_key)
   for i = 1, #flat, 2 do
     local name = flat[i]

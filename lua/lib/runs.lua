@@ -177,3 +177,34 @@ local function position_back(runs_key, p, steps)
   end
   return p
 end
+
+-- Every run's start, and the starts of the runs whose parent is each position: {start ->
+-- true} and {parent -> {start, ...}}, from one ZRANGE of the runs (one entry per run).
+local function run_starts(runs_key)
+  local starts, children = {}, {}
+  for _, member in ipairs(redis.call('ZRANGE', runs_key, 0, -1)) do
+    local start, parent = string.match(member, '^(%d+):(%-?%d+):%d+$')
+    if not start then
+      corrupt(runs_key, member, 'not a run record')
+    end
+    start, parent = tonumber(start), tonumber(parent)
+    starts[start] = true
+    children[parent] = children[parent] or {}
+    table.insert(children[parent], start)
+  end
+  return starts, children
+end
+
+-- The children of position p (-1: the roots), oldest first: the runs that start with parent
+-- p and, when p+1 starts no run, p+1 (written right after it). `length`: the log's.
+local function children_of(starts, children, p, length)
+  local list = {}
+  for _, start in ipairs(children[p] or {}) do
+    list[#list + 1] = start
+  end
+  if p >= 0 and p + 1 < length and not starts[p + 1] then
+    list[#list + 1] = p + 1
+  end
+  table.sort(list)
+  return list
+end

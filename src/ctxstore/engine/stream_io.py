@@ -16,12 +16,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import time
-from collections.abc import Callable
+import weakref
+from collections.abc import AsyncIterator, Callable, Generator, Iterator
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final
+from types import TracebackType
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
+
+from typing_extensions import Self
 
 from ctxstore._base.litellm import import_litellm
+from ctxstore._base.plans import Plan
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.protocol import Operation
 from ctxstore.engine.titles import agenerate_chat_title, generate_chat_title
@@ -247,3 +252,88 @@ class AsyncStreamIO:
         if callable(close):
             with contextlib.suppress(Exception):
                 await close()
+
+
+class StreamPlan(Protocol):
+    """What the readers below need of a streamed answer's plan."""
+
+    read: bool
+
+    def steps(self) -> Plan[None]: ...
+
+    def cancel(self) -> Plan[None]: ...
+
+
+PlanT = TypeVar("PlanT", bound=StreamPlan)
+
+
+class SyncPlanReader(Generic[PlanT]):
+    """A streamed answer read once by a sync caller: ``for`` it, and ``close()`` it (or leave
+    ``with``) to stop it before its end. The iterator is held weakly: a caller that breaks out of
+    its loop drops it, which closes it, which stops the answer."""
+
+    _plan: PlanT
+    _iterator: weakref.ref[Generator[Any, None, None]] | None = None
+
+    def _drive(self, steps: Plan[None]) -> Generator[Any, None, None]:
+        raise NotImplementedError
+
+    def __iter__(self) -> Iterator[Any]:
+        iterator = self._drive(self._plan.steps())
+        self._iterator = weakref.ref(iterator)
+        return iterator
+
+    def close(self) -> None:
+        """Stop the answer unless it ended (what stopping means: see the class)."""
+        iterator = self._iterator() if self._iterator is not None else None
+        if iterator is not None and self._plan.read:
+            iterator.close()
+            return
+        for _ in self._drive(self._plan.cancel()):
+            raise AssertionError("cancelling hands nothing out")
+
+    def __enter__(self) -> Self:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.close()
+
+
+class AsyncPlanReader(Generic[PlanT]):
+    """The async form of :class:`SyncPlanReader`: ``async for``, ``aclose()``, ``async with``."""
+
+    _plan: PlanT
+    _iterator: weakref.ref[AsyncIterator[Any]] | None = None
+
+    def _drive(self, steps: Plan[None]) -> AsyncIterator[Any]:
+        raise NotImplementedError
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        iterator = self._drive(self._plan.steps())
+        self._iterator = weakref.ref(iterator)
+        return iterator
+
+    async def aclose(self) -> None:
+        """The async form of :meth:`SyncPlanReader.close`."""
+        iterator = self._iterator() if self._iterator is not None else None
+        if iterator is not None and self._plan.read:
+            await iterator.aclose()  # type: ignore[attr-defined]
+            return
+        async for _ in self._drive(self._plan.cancel()):
+            raise AssertionError("cancelling hands nothing out")
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        await self.aclose()

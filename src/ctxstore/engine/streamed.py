@@ -37,11 +37,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-import weakref
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
+from collections.abc import AsyncIterator, Callable, Generator, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
-from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from ctxstore._base.litellm import import_litellm
@@ -59,11 +57,13 @@ from ctxstore.engine.stream_io import (  # the FLUSH_* names and Write: 0.3 read
     NOT_MINE,
     SETTLE,
     TITLE,
+    AsyncPlanReader,
     AsyncStreamIO,
     OpenModel,
     StartTitle,
     StreamBuffer,
     StreamRequest,
+    SyncPlanReader,
     SyncStreamIO,
     Write,
 )
@@ -402,15 +402,15 @@ class _StreamedTurnBase:
         return self._plan.state
 
 
-class StreamedTurn(_StreamedTurnBase):
+class StreamedTurn(SyncPlanReader[StreamedTurnPlan], _StreamedTurnBase):
     """A streamed turn on a sync engine: iterate it for the model's chunks (once). ``close()``
-    (or leaving ``with``) before the end stops it: nothing is saved."""
+    (or leaving ``with``) before the end stops it: nothing is saved, the stream is marked
+    failed."""
 
     def __init__(self, store: Store, plan: StreamedTurnPlan) -> None:
         self._store = store
         self._plan = plan
         self._io = SyncStreamIO(store)
-        self._iterator: weakref.ref[Generator[Any, None, None]] | None = None
 
     @classmethod
     def start(cls, store: Store, plan: StreamedTurnPlan, context: ResolveResult) -> StreamedTurn:
@@ -420,33 +420,6 @@ class StreamedTurn(_StreamedTurnBase):
         for _ in turn._drive(plan.start(context)):
             raise AssertionError("a turn hands nothing out before it is read")
         return turn
-
-    def __iter__(self) -> Iterator[Any]:
-        # Held weakly: a caller that breaks out of its loop drops the generator, which closes
-        # it, which ends the turn (nothing saved).
-        iterator = self._drive(self._plan.steps())
-        self._iterator = weakref.ref(iterator)
-        return iterator
-
-    def close(self) -> None:
-        """Stop the turn unless it ended: nothing is saved, the stream is marked failed."""
-        iterator = self._iterator() if self._iterator is not None else None
-        if iterator is not None and self._plan.read:
-            iterator.close()
-            return
-        for _ in self._drive(self._plan.cancel()):
-            raise AssertionError("cancelling hands nothing out")
-
-    def __enter__(self) -> StreamedTurn:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _drive(self, steps: Steps) -> Generator[Any, None, None]:
         """The plan's chunks; a failure or a caller that stops reading is thrown into the plan,
@@ -461,7 +434,7 @@ class StreamedTurn(_StreamedTurnBase):
 
 
 @documented_by(StreamedTurn)
-class AsyncStreamedTurn(_StreamedTurnBase):
+class AsyncStreamedTurn(AsyncPlanReader[StreamedTurnPlan], _StreamedTurnBase):
     """A streamed turn on an async engine: ``async for`` it for the model's chunks (once).
     ``aclose()`` (or leaving ``async with``) before the end stops it: nothing is saved."""
 
@@ -469,7 +442,6 @@ class AsyncStreamedTurn(_StreamedTurnBase):
         self._store = store
         self._plan = plan
         self._io = AsyncStreamIO(store)
-        self._iterator: weakref.ref[AsyncIterator[Any]] | None = None
 
     @classmethod
     async def start(
@@ -480,33 +452,6 @@ class AsyncStreamedTurn(_StreamedTurnBase):
         async for _ in turn._drive(plan.start(context)):
             raise AssertionError("a turn hands nothing out before it is read")
         return turn
-
-    def __aiter__(self) -> AsyncIterator[Any]:
-        # Held weakly: a caller that breaks out of its loop drops the generator, and asyncio
-        # closes it, which ends the turn (nothing saved).
-        iterator = self._drive(self._plan.steps())
-        self._iterator = weakref.ref(iterator)
-        return iterator
-
-    async def aclose(self) -> None:
-        """The async form of :meth:`StreamedTurn.close`."""
-        iterator = self._iterator() if self._iterator is not None else None
-        if iterator is not None and self._plan.read:
-            await iterator.aclose()  # type: ignore[attr-defined]
-            return
-        async for _ in self._drive(self._plan.cancel()):
-            raise AssertionError("cancelling hands nothing out")
-
-    async def __aenter__(self) -> AsyncStreamedTurn:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def _drive(self, steps: Steps) -> AsyncIterator[Any]:
         """The plan's chunks; a failure, a cancel or a caller that stops reading is thrown into

@@ -9,18 +9,23 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-import weakref
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
-from types import TracebackType
 from typing import Any
 
 from ctxstore._base.plans import Plan, adrive, aperformer, arun_plan, drive, performer, run_plan
 from ctxstore._base.twins import documented_by
 from ctxstore._core.ops.streams import DEFAULT_STREAM_TTL, DEFAULT_WRITER_TTL
+from ctxstore.engine.core import EngineCore
 from ctxstore.engine.engines import AsyncContextEngine, ContextEngine
-from ctxstore.engine.stream_io import NOT_MINE, AsyncStreamIO, SyncStreamIO
+from ctxstore.engine.stream_io import (
+    NOT_MINE,
+    AsyncPlanReader,
+    AsyncStreamIO,
+    SyncPlanReader,
+    SyncStreamIO,
+)
 from ctxstore.errors import ConfigurationError
 from ctxstore.frontend.plan import ChatPlan, RunTools, ToolRun
 from ctxstore.frontend.protocol import SSE_DONE, UI_MESSAGE_STREAM_HEADERS, sse_event
@@ -71,27 +76,7 @@ def chat(
             f"chat() takes a ContextEngine (use achat() with an AsyncContextEngine), got "
             f"{type(engine).__name__}"
         )
-    plan = ChatPlan(
-        engine._core,
-        ChatRequest.of(
-            messages,
-            model=model,
-            tools=tools,
-            max_steps=max_steps,
-            generate_title=generate_title,
-            title_model=title_model,
-            context_variables=context_variables,
-            transform=transform,
-            on_error=on_error,
-            message_metadata=message_metadata,
-            final_assistant_metadata=final_assistant_metadata,
-            trigger=trigger,
-            message_id=message_id,
-            stream_ttl=stream_ttl,
-            writer_ttl=writer_ttl,
-            arguments=litellm_kwargs,
-        ),
-    )
+    plan = _plan(engine._core, locals())
     context = run_plan(plan.prepare(), engine._perform)
     stream = ChatStream(engine, plan)
     for _ in stream._drive(plan.start(context)):
@@ -126,32 +111,20 @@ async def achat(
             f"achat() takes an AsyncContextEngine (use chat() with a ContextEngine), got "
             f"{type(engine).__name__}"
         )
-    plan = ChatPlan(
-        engine._core,
-        ChatRequest.of(
-            messages,
-            model=model,
-            tools=tools,
-            max_steps=max_steps,
-            generate_title=generate_title,
-            title_model=title_model,
-            context_variables=context_variables,
-            transform=transform,
-            on_error=on_error,
-            message_metadata=message_metadata,
-            final_assistant_metadata=final_assistant_metadata,
-            trigger=trigger,
-            message_id=message_id,
-            stream_ttl=stream_ttl,
-            writer_ttl=writer_ttl,
-            arguments=litellm_kwargs,
-        ),
-    )
+    plan = _plan(engine._core, locals())
     context = await arun_plan(plan.prepare(), engine._perform)
     stream = AsyncChatStream(engine, plan)
     async for _ in stream._drive(plan.start(context)):
         raise AssertionError("a chat stream hands nothing out before it is read")
     return stream
+
+
+def _plan(core: EngineCore, arguments: dict[str, Any]) -> ChatPlan:
+    """The plan of a chat()'s or achat()'s call, from its arguments (checked)."""
+    options = {key: value for key, value in arguments.items() if key != "engine"}
+    messages = options.pop("messages")
+    litellm_kwargs = options.pop("litellm_kwargs")
+    return ChatPlan(core, ChatRequest.of(messages, arguments=litellm_kwargs, **options))
 
 
 class _ChatStreamBase:
@@ -193,21 +166,16 @@ class _ChatStreamBase:
         self._plan.stop_requested = True
 
 
-class ChatStream(_ChatStreamBase):
+class ChatStream(SyncPlanReader[ChatPlan], _ChatStreamBase):
     """A ``chat()`` answer: iterate it once for the UI message stream chunks (dicts), or
     ``sse()`` for the server-sent events a ``useChat`` client reads. Stopping early
-    (``break``, ``close()``) saves what was streamed as the answer, marked aborted."""
+    (``break``, ``close()``, leaving ``with``) saves what was streamed as the answer, marked
+    aborted."""
 
     def __init__(self, engine: ContextEngine, plan: ChatPlan) -> None:
         self._engine = engine
         self._plan = plan
         self._io = SyncStreamIO(engine._store)
-        self._iterator: weakref.ref[Generator[Any, None, None]] | None = None
-
-    def __iter__(self) -> Iterator[dict[str, Any]]:
-        iterator = self._drive(self._plan.steps())
-        self._iterator = weakref.ref(iterator)
-        return iterator
 
     def sse(self) -> Iterator[str]:
         """The answer as server-sent events: ``data: {chunk}`` each, ``data: [DONE]`` last."""
@@ -220,26 +188,6 @@ class ChatStream(_ChatStreamBase):
             close = getattr(iterator, "close", None)
             if close is not None:
                 close()
-
-    def close(self) -> None:
-        """Stop the answer unless it ended: what was streamed is saved, marked aborted."""
-        iterator = self._iterator() if self._iterator is not None else None
-        if iterator is not None and self._plan.read:
-            iterator.close()
-            return
-        for _ in self._drive(self._plan.cancel()):
-            raise AssertionError("cancelling hands nothing out")
-
-    def __enter__(self) -> ChatStream:
-        return self
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        self.close()
 
     def _drive(self, steps: Plan[None]) -> Generator[Any, None, None]:
         io = self._io
@@ -256,7 +204,7 @@ class ChatStream(_ChatStreamBase):
 
 
 @documented_by(ChatStream)
-class AsyncChatStream(_ChatStreamBase):
+class AsyncChatStream(AsyncPlanReader[ChatPlan], _ChatStreamBase):
     """An ``achat()`` answer: ``async for`` it once, or ``sse()``. Stopping early (``break``,
     ``aclose()``, a cancelled task) saves what was streamed as the answer, marked aborted."""
 
@@ -264,12 +212,6 @@ class AsyncChatStream(_ChatStreamBase):
         self._engine = engine
         self._plan = plan
         self._io = AsyncStreamIO(engine._store)
-        self._iterator: weakref.ref[AsyncIterator[Any]] | None = None
-
-    def __aiter__(self) -> AsyncIterator[dict[str, Any]]:
-        iterator = self._drive(self._plan.steps())
-        self._iterator = weakref.ref(iterator)
-        return iterator
 
     async def sse(self) -> AsyncIterator[str]:
         """The async form of :meth:`ChatStream.sse`."""
@@ -280,26 +222,6 @@ class AsyncChatStream(_ChatStreamBase):
             yield SSE_DONE
         finally:
             await iterator.aclose()  # type: ignore[attr-defined]
-
-    async def aclose(self) -> None:
-        """The async form of :meth:`ChatStream.close`."""
-        iterator = self._iterator() if self._iterator is not None else None
-        if iterator is not None and self._plan.read:
-            await iterator.aclose()  # type: ignore[attr-defined]
-            return
-        async for _ in self._drive(self._plan.cancel()):
-            raise AssertionError("cancelling hands nothing out")
-
-    async def __aenter__(self) -> AsyncChatStream:
-        return self
-
-    async def __aexit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        tb: TracebackType | None,
-    ) -> None:
-        await self.aclose()
 
     def _drive(self, steps: Plan[None]) -> AsyncIterator[Any]:
         io = self._io
