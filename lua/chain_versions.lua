@@ -12,7 +12,9 @@
 --        message of the chain whose parent has more than one child.
 -- Errors: NOT_FOUND (chat, branch), CORRUPT (a run or record missing), FORBIDDEN, REPLACED.
 -- The children of a position P are the runs that start with parent P and, when P+1 starts no
--- run, P+1; the chain is walked from its head, run by run, at most MAX_RUNS_PER_CALL runs.
+-- run, P+1; the chain is walked from its head, run by run, at most MAX_RUNS_PER_CALL runs (a
+-- chain of more runs shows no versions further back). Its cost grows with the chat's runs
+-- (one ZRANGE) and forks, not with its messages.
 
 return run(function()
   local chat, log, runs, branch_key = KEYS[1], KEYS[2], KEYS[3], KEYS[4]

@@ -55,6 +55,15 @@ class AsyncChat:
     def close(self) -> None:
         self._loop.run(self.stream.aclose())
 
+    def __enter__(self) -> AsyncChat:
+        return self
+
+    def __exit__(self, *_exc: object) -> None:
+        async def leave() -> None:
+            await self.stream.__aexit__(None, None, None)
+
+        self._loop.run(leave())
+
 
 def collect(stream: Any, limit: int | None = None) -> list[dict[str, Any]]:
     """The chunks of a chat stream (at most ``limit``: then the reader stops, as a client that

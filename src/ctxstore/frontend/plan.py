@@ -119,6 +119,8 @@ class ChatPlan:
         self.stop_requested = False
         #: Whether reading began.
         self.read = False
+        #: Set when the answer ends early: the async shell shields the cleanup's awaits.
+        self.cleaning = False
 
     @property
     def answer_id(self) -> str:
@@ -143,7 +145,14 @@ class ChatPlan:
         if target is None:
             raise ValidationError("nothing to regenerate: the branch holds no message")
         found = yield Run(self._get_message(target))
-        if found["message"].get("role") != "assistant":
+        role = found["message"].get("role")
+        if role == "user":
+            # A question without its answer (an error saved it alone; the SDK's regenerate()
+            # then names no message): it is answered where it stands.
+            if target != engine.session.head:
+                yield Run(engine.rewind_op(target))
+            return
+        if role != "assistant":
             raise ValidationError(f"message {target!r} is not an answer: it cannot be regenerated")
         if found["parent_id"] is None:
             raise ValidationError(f"answer {target!r} has no message before it to answer again")
@@ -227,7 +236,7 @@ class ChatPlan:
         if self.read or self.state != "streaming":
             return
         self.read = True
-        yield from self._ended_early(GeneratorExit())
+        yield from self._ended_early(GeneratorExit(), reraise=False)
 
     def _model_call(self, step: int) -> Plan[bool]:
         """One model call and the tools it calls; True when the loop goes on."""
@@ -291,8 +300,8 @@ class ChatPlan:
         for out in self._transformed(chunk):
             if not applied:
                 self._builder.apply(out)
+            self._buffer.add(chunk_json(out))  # mirrored even if this consumer leaves now
             yield Emit(out)
-            self._buffer.add(chunk_json(out))
             if self._buffer.due():
                 yield Effect(self._buffer.write("\n"))
             if self.stop_requested:
@@ -313,6 +322,12 @@ class ChatPlan:
 
     def _finish(self) -> Plan[None]:
         engine, request = self._engine, self._request
+        # What waits is written and every write settled before the answer is saved whole: a
+        # stop that another worker gave meanwhile is found now (its stream is closed), and
+        # the answer is saved as stopped instead.
+        if self._buffer.waiting:
+            yield Effect(self._buffer.write("\n"))
+        yield Effect(SETTLE)
         usage = _summed(self._usage)
         metadata: dict[str, Any] = {}
         if usage:
@@ -341,9 +356,10 @@ class ChatPlan:
         title = yield from self._generated_title()
         if title is not None:
             yield from self._emit(_title_chunk(title))
+        for chunk in final:  # all mirrored first: the answer is saved, readers get it whole
+            self._buffer.add(chunk_json(chunk))
         for chunk in final:
             yield Emit(chunk)
-            self._buffer.add(chunk_json(chunk))
         yield from self._close(done=True)
         self.state = "done"
 
@@ -355,6 +371,10 @@ class ChatPlan:
             return
         if self._saving and (yield from self._already_saved()):
             return
+        # A retry (a stop during the final save) replaces the answer it queued before.
+        engine.prompt.pending = [
+            item for item in engine.prompt.pending if item.id != self.answer_id
+        ]
         if answer is not None:
             payload = {key: value for key, value in answer.items() if key != "id"}
             engine.set([assistant(payload, id=self.answer_id)])
@@ -363,11 +383,14 @@ class ChatPlan:
         self.saved = saved
 
     def _already_saved(self) -> Plan[bool]:
+        """Whether a save whose reply was lost (a cancel while it ran) stored the answer; the
+        engine's next read finds where it went."""
         try:
             yield Run(self._get_message(self.answer_id))
         except NotFoundError:
             return False
         self._engine.prompt.drop_pending()
+        self.saved = SavedHead(self.answer_id, branch=self._engine.session.branch)
         return True
 
     def _generated_title(self) -> Plan[str | None]:
@@ -402,19 +425,39 @@ class ChatPlan:
             )
         )
 
-    def _ended_early(self, error: BaseException) -> Plan[None]:
-        """A stop or a failure (see the module); re-raises what the caller must see."""
+    def _ended_early(self, error: BaseException, *, reraise: bool = True) -> Plan[None]:
+        """A stop or a failure (see the module); re-raises what the caller must see (a close,
+        a cancel, an interrupt), after the cleanup, and hands nothing out after those."""
+        self.cleaning = True
         yield Effect(ABANDON)
+        if self.saved is not None and isinstance(error, Exception):
+            yield from self._after_save(error)
+            return
         stopped_elsewhere = isinstance(error, StreamFailedError)
-        if isinstance(error, (GeneratorExit, asyncio.CancelledError, _StopRequestedError)) or (
+        if (
             stopped_elsewhere
+            or not isinstance(error, Exception)
+            or (isinstance(error, _StopRequestedError))
         ):
             yield from self._stopped(error, closed=stopped_elsewhere)
-            if isinstance(error, (GeneratorExit, asyncio.CancelledError)):
-                raise error
+            if not isinstance(error, Exception):  # a close, a cancel, an interrupt
+                if reraise:
+                    raise error
+                return
             yield Emit({"type": "abort", "reason": _stop_reason(error)})
             return
         yield from self._failed(error)
+
+    def _after_save(self, error: Exception) -> Plan[None]:
+        """A failure once the answer was saved whole (a write of the last chunks, the stream's
+        close): the answer stands; the stream is closed as done if it still can be."""
+        self.state = "done"
+        log.warning("chat %r: after the answer was saved: %s", self._engine.chat_id, error)
+        if not isinstance(error, StreamFailedError):
+            try:
+                yield from self._close(done=True)
+            except CtxStoreError as failure:
+                log.warning("chat %r: the stream was not closed: %s", self._engine.chat_id, failure)
 
     def _stopped(self, error: BaseException, *, closed: bool) -> Plan[None]:
         complete = self.saved is not None  # saved whole before the consumer left
@@ -430,6 +473,7 @@ class ChatPlan:
             log.warning(
                 "chat %r: the stopped answer was not saved: %s", self._engine.chat_id, failure
             )
+            self._engine.prompt.drop_pending()  # not left for a later save to send again
         if not closed and self.stream_id is not None:
             try:
                 yield from self._close(done=complete, reason=_stop_reason(error))
@@ -456,6 +500,7 @@ class ChatPlan:
                 log.warning(
                     "chat %r: the user message was not saved: %s", self._engine.chat_id, failure
                 )
+                self._engine.prompt.drop_pending()
         chunk = {"type": "error", "errorText": text}
         self._buffer.add(chunk_json(chunk))
         try:

@@ -106,7 +106,16 @@ class AnswerBuilder:
         if handler is not None:
             handler(self, chunk)
         elif kind.startswith("data-") and not chunk.get("transient"):
-            self.parts.append({key: chunk[key] for key in ("type", "id", "data") if key in chunk})
+            self._data(chunk)
+
+    def _data(self, chunk: Mapping[str, Any]) -> None:
+        """A data part; one with the type and id of a part already there replaces its data."""
+        if chunk.get("id") is not None:
+            for part in self.parts:
+                if part.get("type") == chunk["type"] and part.get("id") == chunk["id"]:
+                    part["data"] = chunk.get("data")
+                    return
+        self.parts.append({key: chunk[key] for key in ("type", "id", "data") if key in chunk})
 
     def _start_step(self, _chunk: Mapping[str, Any]) -> None:
         self.parts.append({"type": "step-start"})

@@ -41,6 +41,9 @@ class ModelCallReader:
     _text_id: str | None = None
     _reasoning_id: str | None = None
     _parts: int = 0
+    #: A delta's index -> the key of the call it continues; the last call's key.
+    _by_index: dict[int, int] = field(default_factory=dict)
+    _last: int | None = None
 
     def read(self, chunk: Any) -> list[dict[str, Any]]:
         """The UI chunks one model chunk makes."""
@@ -131,36 +134,47 @@ class ModelCallReader:
         return [{"type": "reasoning-end", "id": ended}]
 
     def _tool_call(self, call: Any) -> list[dict[str, Any]]:
-        index = _field(call, "index")
-        index = index if isinstance(index, int) else len(self.calls)
+        request = self._request_of(call)
         function = _field(call, "function")
         name = _field(function, "name") if function is not None else None
         fragment = _field(function, "arguments") if function is not None else None
-        request = self.calls.get(index)
-        if request is None:
-            call_id = _field(call, "id")
-            request = ToolCallRequest(
-                call_id if isinstance(call_id, str) and call_id else f"call-{self.step}-{index}",
-                name if isinstance(name, str) else "",
-            )
-            self.calls[index] = request
-        elif isinstance(name, str) and name and not request.name:
+        if isinstance(name, str) and name and not request.name:
             request.name = name
         out: list[dict[str, Any]] = []
+        if isinstance(fragment, str) and fragment:
+            request.arguments += fragment
+        else:
+            fragment = ""
         if not request.started and request.name:
             out.extend(self._close_text() + self._close_reasoning())
             out.append(_input_start(request))
-        if isinstance(fragment, str) and fragment:
-            request.arguments += fragment
-            if request.started:
-                out.append(
-                    {
-                        "type": "tool-input-delta",
-                        "toolCallId": request.call_id,
-                        "inputTextDelta": fragment,
-                    }
-                )
+            fragment = request.arguments  # what came before the name, too
+        if request.started and fragment:
+            out.append(
+                {
+                    "type": "tool-input-delta",
+                    "toolCallId": request.call_id,
+                    "inputTextDelta": fragment,
+                }
+            )
         return out
+
+    def _request_of(self, call: Any) -> ToolCallRequest:
+        """The call a delta continues, or a new one: by its index, unless it names another
+        call id there (some providers send every parallel call at index 0); a delta without an
+        index continues the last call."""
+        index = _field(call, "index")
+        call_id = _field(call, "id")
+        call_id = call_id if isinstance(call_id, str) and call_id else None
+        key = self._by_index.get(index) if isinstance(index, int) else self._last
+        if key is not None and (call_id is None or call_id == self.calls[key].call_id):
+            return self.calls[key]
+        key = len(self.calls)
+        self.calls[key] = ToolCallRequest(call_id or f"call-{self.step}-{key}", "")
+        if isinstance(index, int):
+            self._by_index[index] = key
+        self._last = key
+        return self.calls[key]
 
 
 def _input_start(request: ToolCallRequest) -> dict[str, Any]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import inspect
-from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Generator, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
@@ -224,7 +224,7 @@ class AsyncChatStream(AsyncPlanReader[ChatPlan], _ChatStreamBase):
             await iterator.aclose()  # type: ignore[attr-defined]
 
     def _drive(self, steps: Plan[None]) -> AsyncIterator[Any]:
-        io = self._io
+        io, plan = self._io, self._plan
 
         async def effect(request: Any) -> Any:
             if isinstance(request, RunTools):
@@ -234,7 +234,28 @@ class AsyncChatStream(AsyncPlanReader[ChatPlan], _ChatStreamBase):
                 raise AssertionError(f"unknown step {request!r}")
             return handled
 
-        return adrive(steps, aperformer(self._engine._store.run, effect))
+        perform = aperformer(self._engine._store.run, effect)
+
+        async def guarded(step: Any) -> Any:
+            if not plan.cleaning:
+                return await perform(step)
+            return await _to_the_end(perform(step))
+
+        return adrive(steps, guarded)
+
+
+async def _to_the_end(step: Awaitable[Any]) -> Any:
+    """A step of an answer's cleanup (saving what was streamed, closing its stream), run to its
+    end even while the task is being cancelled: a framework that cancels again at every await
+    (anyio's cancel scopes, behind Starlette) would otherwise cut it short. The cancel that
+    ended the answer is re-raised by the plan once the cleanup is done."""
+    task = asyncio.ensure_future(step)
+    while True:
+        try:
+            return await asyncio.shield(task)
+        except asyncio.CancelledError:
+            if task.done():
+                return task.result()
 
 
 def _call(run: ToolRun) -> Any:
