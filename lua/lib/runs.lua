@@ -86,21 +86,30 @@ local function check_message_at(log_key, inc, key, field, pos, id)
   end
 end
 
--- The run holding position p: its first position, the parent of that one, and its depth.
-local function run_of(runs_key, p)
-  local member = redis.call('ZREVRANGEBYSCORE', runs_key, p, '-inf', 'LIMIT', 0, 1)[1]
-  if not member then
-    fail('CORRUPT', {key = runs_key, field = tostring(p), reason = 'a position in no run'})
-  end
+-- A run record, checked: its start is its score (so a walk always moves to an older
+-- position and ends), its parent is older than its start, its depth at least 1.
+local function parse_run(runs_key, member, score)
   local start, parent, depth = string.match(member, '^(%d+):(%-?%d+):(%d+)$')
   if not start then
     fail('CORRUPT', {key = runs_key, field = member, reason = 'not a run record'})
   end
   start, parent, depth = tonumber(start), tonumber(parent), tonumber(depth)
+  if tonumber(score) ~= start then
+    fail('CORRUPT', {key = runs_key, field = member, reason = 'a run whose start is not its score'})
+  end
   if parent >= start or depth < 1 then
     fail('CORRUPT', {key = runs_key, field = member, reason = 'a run whose parent is not older'})
   end
   return start, parent, depth
+end
+
+-- The run holding position p: its first position, the parent of that one, and its depth.
+local function run_of(runs_key, p)
+  local found = redis.call('ZREVRANGEBYSCORE', runs_key, p, '-inf', 'WITHSCORES', 'LIMIT', 0, 1)
+  if not found[1] then
+    fail('CORRUPT', {key = runs_key, field = tostring(p), reason = 'a position in no run'})
+  end
+  return parse_run(runs_key, found[1], found[2])
 end
 
 -- Chain length of the message at p (a root has depth 1); 0 for -1.
@@ -182,12 +191,9 @@ end
 -- true} and {parent -> {start, ...}}, from one ZRANGE of the runs (one entry per run).
 local function run_starts(runs_key)
   local starts, children = {}, {}
-  for _, member in ipairs(redis.call('ZRANGE', runs_key, 0, -1)) do
-    local start, parent = string.match(member, '^(%d+):(%-?%d+):%d+$')
-    if not start then
-      corrupt(runs_key, member, 'not a run record')
-    end
-    start, parent = tonumber(start), tonumber(parent)
+  local flat = redis.call('ZRANGE', runs_key, 0, -1, 'WITHSCORES')
+  for i = 1, #flat, 2 do
+    local start, parent = parse_run(runs_key, flat[i], flat[i + 1])
     starts[start] = true
     children[parent] = children[parent] or {}
     table.insert(children[parent], start)

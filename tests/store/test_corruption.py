@@ -542,6 +542,8 @@ CASES = (
     # runs
     Case("run member garbled", "runs", "junk", runs_member("junk"), RUNS_OPS),
     Case("run depth not a number", "runs", "0:-1:x", runs_member("0:-1:x"), RUNS_OPS),
+    # a start past its score sent a walk to a position that is not older, without end
+    Case("run start past its score", "runs", "1:-1:1", runs_member("1:-1:1"), RUNS_OPS),
     # token entries
     Case(
         "token entries truncated",
@@ -794,3 +796,35 @@ def test_a_reply_no_parser_expected_is_a_corruption_error_naming_the_key() -> No
     assert caught.value.details["key"] == "ctx:k"
     assert "ctx:k" in str(caught.value)
     assert isinstance(caught.value.__cause__, ValueError)
+
+
+@pytest.mark.timeout(30)
+@pytest.mark.parametrize(
+    ("members", "field"),
+    [({"0:-1:1": 0, "3:2:1": 1}, "3:2:1"), ({"0:-1:1": 0, "2:-1:1": 1}, "2:-1:1")],
+)
+def test_a_run_whose_start_is_not_its_score_is_corrupt_and_nothing_is_written(
+    store: Any, client: Any, namespace: str, members: dict[str, int], field: str
+) -> None:
+    """A walk that trusted such a member looped forever (the first), or read a chain of one
+    message and stored a branch before failing (the second)."""
+    store.upsert_chat("c", "alice")
+    ids = store.append(
+        "c", "main", [{"role": "user", "content": t} for t in "abc"], expected_head=None
+    ).message_ids
+    key = store.state.keyspace.chat("c").key("runs")
+    client.delete(key)
+    client.zadd(key, members)
+    store.clear_cache()
+    before = snapshot_of(client, f"ctx:{namespace}")
+    for call in (
+        lambda: store.get_chain("c", ids[2]),
+        lambda: store.get_message("c", ids[1]),
+        lambda: store.create_branch("c", ids[1]),
+        lambda: store.load_branch("c"),
+    ):
+        with pytest.raises(ctxstore.errors.CorruptionError) as raised:
+            call()
+        assert raised.value.details.get("key") == key
+        assert raised.value.details.get("field") == field
+    assert snapshot_of(client, f"ctx:{namespace}") == before
