@@ -270,6 +270,15 @@ def with_parent(parent: Any) -> Callable[[bytes, Chat], bytes]:
     return change
 
 
+def with_tag(tag: str) -> Callable[[bytes, Chat], bytes]:
+    def change(record: bytes, chat: Chat) -> bytes:
+        fields = msgpack.unpackb(record, raw=False)
+        fields[-1] = tag
+        return bytes(msgpack.packb(fields, use_bin_type=True))
+
+    return change
+
+
 def runs_member(member: str) -> Apply:
     def apply(client: Any, chat: Chat) -> None:
         key = chat.keys.key("runs")
@@ -539,6 +548,8 @@ CASES = (
         RECORD_OPS,
     ),
     Case("record whose parent is a float", "log", "2", log_record(2, with_parent(1.0)), RECORD_OPS),
+    # a tag outside the alphabet made an id get_message then could not find
+    Case("record tag malformed", "log", "1", log_record(1, with_tag("ABCDEF")), RECORD_OPS),
     # runs
     Case("run member garbled", "runs", "junk", runs_member("junk"), RUNS_OPS),
     Case("run depth not a number", "runs", "0:-1:x", runs_member("0:-1:x"), RUNS_OPS),

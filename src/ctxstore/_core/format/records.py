@@ -38,6 +38,9 @@ from ctxstore.models import StoredMessage
 TAG_LENGTH = 6
 #: A record's parent meaning "the position right before this one" (-1 is a root).
 PREVIOUS = -2
+#: The characters of a tag (lowercase base32), as ``str.strip`` takes them: a tag stripped of
+#: them is empty.
+TAG_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
 #: A message id of the generated form: position, incarnation, tag.
 GENERATED_ID = re.compile(r"([0-9]+)\.([a-z2-7]+)\.([a-z2-7]+)")
 
@@ -185,6 +188,8 @@ def record_fields(
         or type(payload) is not dict
         or not (chosen is None or type(chosen) is str)
         or type(tag) is not str
+        or len(tag) != TAG_LENGTH
+        or tag.strip(TAG_ALPHABET)
     ):
         raise _bad_record(key, position)
     return parent_position(parent, position), created_at, payload, chosen, tag
@@ -233,6 +238,8 @@ def _decode_chain(
             or type(created_at) is not int
             or type(tag) is not str
             or type(record[0]) is not int
+            or len(tag) != TAG_LENGTH
+            or tag.strip(TAG_ALPHABET)  # a tag makes the id: one outside the alphabet is no id
         ):
             raise _bad_record(key, position)
         if chosen is None:
