@@ -6,11 +6,13 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
 import ctxstore
 from ctxstore.store.connection import DEFAULT_CONNECT_TIMEOUT, DEFAULT_SOCKET_TIMEOUT
+from tests.support.proxy import HangingProxy
 
 
 @pytest.fixture
@@ -38,3 +40,24 @@ def test_a_frozen_server_is_a_backend_error_within_the_timeout(silent_server: in
         store.get_chat("c1")
     assert time.monotonic() - started < 3  # three attempts at most, each bounded
     store.close()
+
+
+def test_a_timed_out_command_is_not_sent_again(redis_server: Any) -> None:
+    """Only the open connection froze: the call fails once, after socket_timeout, and the
+    script was sent once (it may have run: sending it again could apply it twice)."""
+    proxy = HangingProxy("127.0.0.1", redis_server.port)
+    store = ctxstore.connect(
+        f"redis://127.0.0.1:{proxy.port}/0", namespace="timeouts", socket_timeout=0.5
+    )
+    store.upsert_chat("c1", "alice")
+    store.update_chat("c1", title="before")
+    proxy.hang()
+    sent = proxy.sent
+    started = time.monotonic()
+    with pytest.raises(ctxstore.errors.BackendUnavailableError):
+        store.update_chat("c1", title="after")
+    elapsed = time.monotonic() - started
+    assert proxy.sent == sent + 1
+    assert 0.4 < elapsed < 0.9
+    store.close()
+    proxy.close()

@@ -154,3 +154,66 @@ class PartitionableLink:
         tb: TracebackType | None,
     ) -> None:
         self.close()
+
+
+class HangingProxy:
+    """Forwards every connection to ``upstream``; after :meth:`hang`, the connections open then
+    still carry commands to the server, which runs them, but their replies never come back and
+    the connections stay open (a connection that froze), while new connections work. Counts
+    the commands that carry ``marker``."""
+
+    def __init__(self, host: str, port: int, marker: bytes = b"EVALSHA") -> None:
+        self._upstream = (host, port)
+        self._listener = socket.socket()
+        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        self._listener.bind(("127.0.0.1", 0))
+        self._listener.listen(32)
+        self.port: int = self._listener.getsockname()[1]
+        self._marker = marker
+        self.sent = 0
+        self._hanging: set[int] = set()
+        self._serving: set[int] = set()
+        self._lock = threading.Lock()
+        self._closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def hang(self) -> None:
+        with self._lock:
+            self._hanging |= self._serving
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self._upstream)
+            threading.Thread(target=self._serve, args=(client, server), daemon=True).start()
+
+    def _serve(self, client: socket.socket, server: socket.socket) -> None:
+        me = id(client)
+        with self._lock:
+            self._serving.add(me)
+        try:
+            while True:
+                data = client.recv(65536)
+                if not data:
+                    return
+                if self._marker in data:
+                    with self._lock:
+                        self.sent += 1
+                server.sendall(data)
+                reply = server.recv(65536)
+                with self._lock:
+                    hanging = me in self._hanging
+                if not hanging:
+                    client.sendall(reply)
+        except OSError:
+            return
+        finally:
+            client.close()
+            server.close()
+
+    def close(self) -> None:
+        self._closed = True
+        self._listener.close()

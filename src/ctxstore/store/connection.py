@@ -188,7 +188,8 @@ class DirectLine:
     as the rest of a save. A store that sends one command at a time (almost every operation)
     uses this connection directly instead. It is taken without blocking: when another thread of
     the same store holds it, or when it fails, the command goes through ``execute_command`` as
-    usual (which also gives the retries on a broken connection). Only for a plain
+    usual (which also gives the retries on a broken connection); a timeout is raised, never
+    sent again (the command may have run). Only for a plain
     ``redis.Redis`` client; a Cluster, an async client or the embedded store never get one.
     """
 
@@ -216,7 +217,12 @@ class DirectLine:
                     return self._connection.read_response()
                 except ResponseError as error:
                     return error
-                except (RedisConnectionError, RedisTimeoutError, OSError):
+                except RedisTimeoutError:
+                    # The command may have run: it is not sent again (a timeout surfaces once,
+                    # after socket_timeout), and the connection, out of step now, is dropped.
+                    self._drop()
+                    raise
+                except (RedisConnectionError, OSError):
                     self._drop()  # below: execute_command retries on a fresh connection
             finally:
                 self._lock.release()
