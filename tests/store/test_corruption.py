@@ -839,3 +839,40 @@ def test_a_run_whose_start_is_not_its_score_is_corrupt_and_nothing_is_written(
         assert raised.value.details.get("key") == key
         assert raised.value.details.get("field") == field
     assert snapshot_of(client, f"ctx:{namespace}") == before
+
+
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [("log", "string"), ("runs", "hash"), ("tok", "list"), ("branch", "string"), ("chat", "list")],
+)
+def test_a_key_of_the_wrong_type_is_corrupt_naming_it_and_nothing_is_written(
+    store: Any, client: Any, namespace: str, name: str, kind: str
+) -> None:
+    """Redis refuses a command on a key of another type without saying which key: the store
+    asks the keys' types and names the one that is wrong."""
+    store.upsert_chat("c", "alice")
+    head = store.append(
+        "c", "main", [{"role": "user", "content": "a"}], expected_head=None
+    ).head_message_id
+    key = store.state.keyspace.chat("c").key(name)
+    client.delete(key)
+    {
+        "string": lambda: client.set(key, "x"),
+        "hash": lambda: client.hset(key, "x", "y"),
+        "list": lambda: client.rpush(key, "x"),
+    }[kind]()
+    store.clear_cache()
+    before = snapshot_of(client, f"ctx:{namespace}")
+    calls = [lambda: store.load_branch("c")]
+    if name != "runs":  # an append that continues its run reads no run
+        calls.append(
+            lambda: store.append(
+                "c", "main", [{"role": "user", "content": "b"}], expected_head=head
+            )
+        )
+    for call in calls:
+        with pytest.raises(ctxstore.errors.CorruptionError) as raised:
+            call()
+        assert raised.value.details.get("key") == key, raised.value
+        assert key in str(raised.value)
+    assert snapshot_of(client, f"ctx:{namespace}") == before

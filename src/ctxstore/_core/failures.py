@@ -45,6 +45,12 @@ def is_noscript(error: BaseException) -> bool:
     )
 
 
+def is_wrong_type(error: object) -> bool:
+    """True when Redis refused a command (or a script's command) for a key holding another
+    type than the command works on."""
+    return isinstance(error, rexc.ResponseError) and "WRONGTYPE" in str(error)
+
+
 def translate(
     error: BaseException, context: Mapping[str, Any] | None = None
 ) -> errors.CtxStoreError:

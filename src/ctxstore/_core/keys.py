@@ -62,6 +62,35 @@ CHAT_KEY_NAMES = (
 )
 
 
+#: The Redis type each chat key holds (``TYPE``'s answer).
+CHAT_KEY_TYPES: dict[str, str] = {
+    "chat": "hash",
+    "log": "list",
+    "alias": "hash",
+    "runs": "zset",
+    "branch": "hash",
+    "checkpoint": "hash",
+    "summary": "zset",
+    "req": "hash",
+    "req_old": "hash",
+    "tok": "string",
+    "stream": "stream",
+    "stream_state": "hash",
+}
+
+
+def expected_type(key: str) -> str | None:
+    """The Redis type ``key`` must hold, told from its name: a chat's key by its last part,
+    a listing index, a job stream; None for a key of no known kind."""
+    if ":idx:" in key:
+        return "zset"
+    if ":jobs:" in key:
+        return "stream"
+    if "}:" in key:
+        return CHAT_KEY_TYPES.get(key.rsplit(":", 1)[-1])
+    return None
+
+
 @dataclass(frozen=True)
 class ChatKeys:
     """The keys of one chat, looked up by the names used in the Lua script headers."""

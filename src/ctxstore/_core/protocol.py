@@ -22,6 +22,7 @@ from typing import Any, Generic, TypeVar
 
 from ctxstore._core import failures
 from ctxstore._core.durability import Durability
+from ctxstore._core.keys import expected_type
 from ctxstore._core.scripts import LuaScript
 from ctxstore.errors import CorruptionError, CtxStoreError, DurabilityError
 
@@ -116,6 +117,8 @@ class Exchange(Generic[T]):
         self._calls: tuple[Call[Any], ...] = ()
         self._outcomes: list[Outcome] = []
         self._resend: list[int] = []
+        #: Calls refused for a key of the wrong type, while their keys' types are asked.
+        self._probed: list[int] = []
         self._done = False
         self._result: T | None = None
         self._advance(lambda: next(self._operation))
@@ -135,6 +138,8 @@ class Exchange(Generic[T]):
 
     def request(self) -> list[WireCommand]:
         """The commands to send now, in order, as one round trip."""
+        if self._probed:
+            return [("TYPE", key) for index in self._probed for key in self._calls[index].keys]
         commands: list[WireCommand] = []
         for index in self._resend or range(len(self._calls)):
             call = self._calls[index]
@@ -145,6 +150,10 @@ class Exchange(Generic[T]):
 
     def respond(self, replies: Sequence[Outcome]) -> None:
         """Feed the replies to the last request (errors as exception objects, in place)."""
+        if self._probed:
+            self._name_wrong_types(replies)
+            self._finish_step()
+            return
         targets = self._resend or list(range(len(self._calls)))
         expected = sum(1 + self._waits_after(self._calls[i]) for i in targets)
         if len(replies) != expected:
@@ -162,9 +171,39 @@ class Exchange(Generic[T]):
                 self._outcomes[index] = self._complete(call, reply)
                 if waits:
                     self._judge(call, self._outcomes[index], waited)
+                if failures.is_wrong_type(reply) and any(map(expected_type, call.keys)):
+                    self._probed.append(index)
         self._resend = retry
-        if retry:
-            return
+        if retry or self._probed:
+            return  # the resend, or the keys' types, go in the next round trip
+        self._finish_step()
+
+    def _name_wrong_types(self, types: Sequence[Outcome]) -> None:
+        """A call that Redis refused for a key of the wrong type (a corrupt chat: its ``log``
+        replaced by a string...) is a CorruptionError naming that key, found by one more round
+        trip asking each of its keys' types: Redis's refusal does not say which key."""
+        replies = iter(types)
+        for index in self._probed:
+            call = self._calls[index]
+            wrong: tuple[str, str, str] | None = None
+            for key in call.keys:
+                found = next(replies)
+                held = found.decode() if isinstance(found, bytes) else str(found)
+                wanted = expected_type(key)
+                if wrong is None and wanted is not None and held not in (wanted, "none"):
+                    wrong = (key, held, wanted)
+            if wrong is not None and isinstance(self._outcomes[index], CtxStoreError):
+                key, held, wanted = wrong
+                self._outcomes[index] = CorruptionError(
+                    f"corrupt data at {key}: it holds a {held}, not a {wanted}",
+                    **call.context,
+                    key=key,
+                    reason=f"holds a {held}, not a {wanted}",
+                )
+        self._probed = []
+
+    def _finish_step(self) -> None:
+        """Hand the step's outcomes to the operation."""
         if isinstance(self._step, Call):
             outcome = self._outcomes[0]
             if isinstance(outcome, CtxStoreError):

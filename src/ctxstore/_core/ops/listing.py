@@ -245,7 +245,9 @@ def _place(
     """Where one index entry's chat goes in the listing (None: nowhere), noting the repair its
     entry needs in ``repairs``."""
     member, score, chat_id = entry
-    if isinstance(outcome, CtxStoreError) and "WRONGTYPE" in str(outcome):
+    if isinstance(outcome, CorruptionError) or (
+        isinstance(outcome, CtxStoreError) and "WRONGTYPE" in str(outcome)
+    ):
         outcome = _Corrupt(str(outcome))  # the chat's key holds no hash
     if isinstance(outcome, CtxStoreError):
         raise outcome
