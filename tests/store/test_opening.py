@@ -64,3 +64,23 @@ def test_branch_from_checkpoint(store: Any, chat: str) -> None:
     assert (named.name, named.is_active) == ("retry", False)
     with pytest.raises(ctxstore.errors.CheckpointNotFoundError, match="nope"):
         store.branch_from_checkpoint("c1", "nope")
+
+
+def test_a_fresh_connection_sends_no_handshake_of_its_own(
+    server_backend: str, namespace: str
+) -> None:
+    """A new store's first call is its own script and nothing before it: no HELLO (RESP2), no
+    CLIENT SETINFO, no maintenance-notification opt-in; each would be a round trip on every
+    cold start of a serverless function."""
+    warm = ctxstore.connect(server_backend, namespace=namespace)
+    warm.upsert_chat("c1", "alice")
+    warm.load_branch("c1")  # the scripts are known to the server now
+    warm.close()
+    fresh = ctxstore.connect(server_backend, namespace=namespace)
+    with trace_wire() as wire:
+        fresh.load_branch("c1")
+    handshake = [name for name in wire.commands if name in ("HELLO", "CLIENT", "AUTH")]
+    assert handshake == []
+    if not server_backend.startswith("redis+cluster"):
+        assert wire.commands == ["EVALSHA"]
+    fresh.close()

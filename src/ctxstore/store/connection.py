@@ -17,6 +17,7 @@ Schemes:
 
 from __future__ import annotations
 
+import functools
 import importlib.util
 import inspect
 import os
@@ -105,10 +106,31 @@ def _server_options(options: dict[str, Any], *, asynchronous: bool) -> dict[str,
             3,
             supported_errors=(RedisConnectionError,),
         ),
+        **_QUIET_HANDSHAKE,
+        **_no_client_info(),
         **options,
     }
     merged["decode_responses"] = False
     return merged
+
+
+#: A new connection's handshake sends nothing ctxstore does not need: each command of it is a
+#: round trip before the first call (a serverless function pays them on every cold start).
+#: RESP2 needs no ``HELLO`` (redis-py 8 asks for RESP3 by default), and no RESP3 means no
+#: maintenance-notification opt-in. A caller's own options win.
+_QUIET_HANDSHAKE: dict[str, Any] = {"protocol": 2}
+
+
+@functools.cache
+def _no_client_info() -> dict[str, Any]:
+    """The option that keeps redis-py from sending ``CLIENT SETINFO`` (two round trips on each
+    new connection): ``driver_info=None`` where redis-py has it (8 and later, where
+    ``lib_name`` is deprecated), ``lib_name`` / ``lib_version`` None before."""
+    import redis
+
+    if "driver_info" in inspect.signature(redis.Redis.__init__).parameters:
+        return {"driver_info": None}
+    return {"lib_name": None, "lib_version": None}
 
 
 def _memory_server(name: str) -> Any:
