@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 from typing_extensions import NotRequired, Self, TypedDict
 
 from ctxstore.errors import ConfigurationError
-from ctxstore.ui.parts import is_ui_message
+from ctxstore.ui.parts import first_ui_message
 from ctxstore.ui.to_model import model_messages_of
 from ctxstore.ui.to_ui import to_ui_messages
 
@@ -398,12 +398,17 @@ class ResolveResult:
         ids: Callable[[], list[str]],
         summary: StoredSummary | None = None,
         versions: Mapping[str, tuple[int, int]] | None = None,
+        *,
+        holds_ui: bool | None = None,
     ) -> ResolveResult:
         """The result for messages as stored (UI messages among them): ``messages`` holds
         what a model takes (UI messages converted, see :func:`ctxstore.ui.to_model_messages`),
-        ``ui_messages`` what a frontend shows."""
+        ``ui_messages`` what a frontend shows. ``holds_ui``: whether any is a UI message, when
+        the caller knows (an engine does, from its chain); None looks."""
         messages = stored
-        if any("parts" in message and is_ui_message(message) for message in stored):
+        if holds_ui is None:
+            holds_ui = first_ui_message(stored) >= 0
+        if holds_ui:
             messages = [sent for message in stored for sent in model_messages_of(message)]
         return cls(system_prompt, messages, summary, (stored, ids), versions)
 

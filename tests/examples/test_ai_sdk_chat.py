@@ -8,8 +8,6 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 import urllib.error
@@ -24,7 +22,7 @@ import pytest
 
 import ctxstore
 from tests.support import servers
-from tests.support.node import NODE_DIR, node_or_skip
+from tests.support.node import run_script
 from tests.support.scripted_model import Call, ScriptedModel
 
 APP = Path(__file__).resolve().parents[2] / "examples" / "ai_sdk_chat" / "app.py"
@@ -79,18 +77,9 @@ def store(redis_server: servers.RedisProcess) -> Iterator[ctxstore.Store]:
 
 def client(server: str, **request: Any) -> dict[str, Any]:
     """The SDK's client run once (tests/node/chat_client.mjs)."""
-    node = node_or_skip()
-    done = subprocess.run(
-        [node, str(NODE_DIR / "chat_client.mjs")],
-        input=json.dumps({"api": f"{server}/api/chat", **request}),
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
+    result: dict[str, Any] = run_script(
+        "chat_client.mjs", json.dumps({"api": f"{server}/api/chat", **request}), timeout=60
     )
-    if done.returncode != 0:
-        raise AssertionError(f"chat_client.mjs failed: {done.stderr[-3000:]}")
-    result: dict[str, Any] = json.loads(done.stdout)
     return result
 
 
@@ -253,4 +242,3 @@ def test_a_bad_message_is_refused_before_anything_is_written(
 def test_the_app_module_is_short() -> None:
     """The example is meant to be read whole: about 100 lines."""
     assert len(APP.read_text().splitlines()) <= 140
-    assert sys.modules.get("ctxstore") is not None

@@ -3,6 +3,7 @@ session's loop thread, through its SyncOverAsync facade)."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import ctxstore
@@ -103,3 +104,30 @@ def resume_events(store: Any, stream_id: str | None, *, after: str | None = None
         return result
     events = ctxstore.resume_sse(store, "c1", stream_id, after=after)
     return [] if events is None else list(events)
+
+
+def cancel_reading(stream: Any, loop: Any, *, after: int, repeat: bool = False) -> None:
+    """Read an AsyncChatStream in a task on ``loop`` and cancel the task after ``after``
+    chunks: once, or (``repeat``) again at every turn of the loop until it ends, as anyio's
+    cancel scopes do; the task ends cancelled."""
+    seen: list[dict[str, Any]] = []
+
+    async def read() -> None:
+        async for chunk in stream:
+            seen.append(chunk)
+
+    async def run() -> None:
+        task = asyncio.ensure_future(read())
+        while len(seen) < after:
+            await asyncio.sleep(0.002)
+        task.cancel()
+        while repeat and not task.done():
+            task.cancel()
+            await asyncio.sleep(0)
+        try:
+            await task
+        except asyncio.CancelledError:
+            return
+        raise AssertionError("the reading task was not cancelled")
+
+    loop.run(run())

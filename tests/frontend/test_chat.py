@@ -435,10 +435,6 @@ def test_on_error_gives_the_error_text(make_engine: Any, model: ScriptedModel) -
 # --- bad input ------------------------------------------------------------------------------------
 
 
-def not_callable() -> None:
-    """Has no hints."""
-
-
 def untyped(city):  # type: ignore[no-untyped-def]
     """No hint."""
     return city

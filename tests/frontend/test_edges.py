@@ -17,7 +17,7 @@ from ctxstore._core.ops import streams as answer_stream
 from ctxstore.engine.core import EngineCore
 from ctxstore.frontend.protocol import AnswerBuilder
 from ctxstore.frontend.reading import ModelCallReader
-from tests.frontend.support import collect, resume_events, start_chat
+from tests.frontend.support import cancel_reading, collect, resume_events, start_chat
 from tests.support.facade import SyncOverAsync
 from tests.support.scripted_model import ScriptedModel
 
@@ -138,23 +138,7 @@ def test_a_cancel_repeated_at_every_await_still_saves_what_was_streamed(
     model.answers = [["a b c d e f g h i j k l m n o p q r s t"]]
     model.delay = 0.01
     stream = loop_thread.run(ctxstore.achat(engine.wrapped, [ui_user("u1", "go")], model="m"))
-    seen: list[dict[str, Any]] = []
-
-    async def read() -> None:
-        async for chunk in stream:
-            seen.append(chunk)
-
-    async def run() -> None:
-        task = asyncio.ensure_future(read())
-        while len(seen) < 6:
-            await asyncio.sleep(0.002)
-        while not task.done():  # as anyio's cancel scopes do
-            task.cancel()
-            await asyncio.sleep(0)
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    loop_thread.run(run())
+    cancel_reading(stream, loop_thread, after=6, repeat=True)
     saved = stored(make_engine.store)
     assert [m["id"] for m in saved] == ["u1", stream.message_id]
     assert saved[1]["metadata"]["ctxstore"]["aborted"] is True

@@ -11,7 +11,7 @@ import pytest
 
 import ctxstore
 from ctxstore.frontend import aresume_sse, astop_stream, stop_stream
-from tests.frontend.support import collect, resume_events, sse, start_chat
+from tests.frontend.support import cancel_reading, collect, resume_events, sse, start_chat
 from tests.support.facade import SyncOverAsync
 from tests.support.node import sdk_read
 from tests.support.scripted_model import ScriptedModel
@@ -135,21 +135,7 @@ def test_a_cancelled_task_saves_what_was_streamed(
     model.answers = [["a b c d e f g h i j k l m n o p"]]
     model.delay = 0.01
     stream = loop_thread.run(ctxstore.achat(engine.wrapped, [ui_user("u1", "go")], model="m"))
-    seen: list[dict[str, Any]] = []
-
-    async def read() -> None:
-        async for chunk in stream:
-            seen.append(chunk)
-
-    async def run() -> None:
-        task = asyncio.ensure_future(read())
-        while len(seen) < 6:
-            await asyncio.sleep(0.005)
-        task.cancel()
-        with pytest.raises(asyncio.CancelledError):
-            await task
-
-    loop_thread.run(run())
+    cancel_reading(stream, loop_thread, after=6, repeat=False)
     saved = make_engine.store.load_branch("c1").messages
     assert saved[-1]["id"] == stream.message_id
     assert saved[-1]["message"]["metadata"] == {"ctxstore": {"aborted": True}}

@@ -38,20 +38,27 @@ def node_or_skip() -> str:
     return node
 
 
-def run_sdk(command: str, cases: list[Any], *, timeout: float = 120) -> list[dict[str, Any]]:
-    """The SDK's answers (tests/node/sdk.mjs) for a batch of cases."""
+def run_script(script: str, stdin: str, *, timeout: float = 120) -> Any:
+    """What a script of tests/node prints (JSON) for ``stdin``; its stderr on a failure."""
     node = node_or_skip()
     done = subprocess.run(
-        [node, str(NODE_DIR / "sdk.mjs")],
-        input=json.dumps({"command": command, "cases": cases}),
+        [node, str(NODE_DIR / script)],
+        input=stdin,
         capture_output=True,
         text=True,
         timeout=timeout,
         check=False,
     )
     if done.returncode != 0:
-        raise AssertionError(f"sdk.mjs failed: {done.stderr[-2000:]}")
-    answers: list[dict[str, Any]] = json.loads(done.stdout)
+        raise AssertionError(f"{script} failed: {done.stderr[-3000:]}")
+    return json.loads(done.stdout)
+
+
+def run_sdk(command: str, cases: list[Any], *, timeout: float = 120) -> list[dict[str, Any]]:
+    """The SDK's answers (tests/node/sdk.mjs) for a batch of cases."""
+    answers: list[dict[str, Any]] = run_script(
+        "sdk.mjs", json.dumps({"command": command, "cases": cases}), timeout=timeout
+    )
     return answers
 
 
@@ -59,16 +66,5 @@ def sdk_read(events: str) -> dict[str, Any]:
     """The AI SDK client's reading of server-sent events (tests/node/read_stream.mjs): the
     last UIMessage it built, the chunk types, the transient data chunks, and its errors
     (a chunk its schema refuses is one)."""
-    node = node_or_skip()
-    done = subprocess.run(
-        [node, str(NODE_DIR / "read_stream.mjs")],
-        input=events,
-        capture_output=True,
-        text=True,
-        timeout=60,
-        check=False,
-    )
-    if done.returncode != 0:
-        raise AssertionError(f"read_stream.mjs failed: {done.stderr[-2000:]}")
-    result: dict[str, Any] = json.loads(done.stdout)
+    result: dict[str, Any] = run_script("read_stream.mjs", events, timeout=60)
     return result

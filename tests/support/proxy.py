@@ -12,10 +12,9 @@ import threading
 from types import TracebackType
 
 
-class ReplyDroppingProxy:
-    """Forwards every connection to ``upstream``; after :meth:`drop_next_reply`, the first
-    command containing ``marker`` runs on the server but its reply is thrown away and the
-    client's connection closed."""
+class _RequestReplyProxy:
+    """Forwards each connection it accepts to ``upstream``, request by request (a subclass's
+    ``_serve`` decides what happens to each reply)."""
 
     def __init__(self, host: str, port: int) -> None:
         self._upstream = (host, port)
@@ -24,11 +23,36 @@ class ReplyDroppingProxy:
         self._listener.bind(("127.0.0.1", 0))
         self._listener.listen(32)
         self.port: int = self._listener.getsockname()[1]
-        self._marker: bytes | None = None
         self._lock = threading.Lock()
-        self.dropped = 0
         self._closed = False
         threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self._closed:
+            try:
+                client, _ = self._listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(self._upstream)
+            threading.Thread(target=self._serve, args=(client, server), daemon=True).start()
+
+    def _serve(self, client: socket.socket, server: socket.socket) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        self._closed = True
+        self._listener.close()
+
+
+class ReplyDroppingProxy(_RequestReplyProxy):
+    """Forwards every connection to ``upstream``; after :meth:`drop_next_reply`, the first
+    command containing ``marker`` runs on the server but its reply is thrown away and the
+    client's connection closed."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self._marker: bytes | None = None
+        self.dropped = 0
+        super().__init__(host, port)
 
     def drop_next_reply(self, marker: bytes = b"EVALSHA") -> None:
         with self._lock:
@@ -40,15 +64,6 @@ class ReplyDroppingProxy:
                 self._marker = None
                 return True
             return False
-
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self._upstream)
-            threading.Thread(target=self._serve, args=(client, server), daemon=True).start()
 
     def _serve(self, client: socket.socket, server: socket.socket) -> None:
         try:
@@ -70,10 +85,6 @@ class ReplyDroppingProxy:
         finally:
             client.close()
             server.close()
-
-    def close(self) -> None:
-        self._closed = True
-        self._listener.close()
 
     def __enter__(self) -> ReplyDroppingProxy:
         return self
@@ -156,39 +167,22 @@ class PartitionableLink:
         self.close()
 
 
-class HangingProxy:
+class HangingProxy(_RequestReplyProxy):
     """Forwards every connection to ``upstream``; after :meth:`hang`, the connections open then
     still carry commands to the server, which runs them, but their replies never come back and
     the connections stay open (a connection that froze), while new connections work. Counts
     the commands that carry ``marker``."""
 
     def __init__(self, host: str, port: int, marker: bytes = b"EVALSHA") -> None:
-        self._upstream = (host, port)
-        self._listener = socket.socket()
-        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener.bind(("127.0.0.1", 0))
-        self._listener.listen(32)
-        self.port: int = self._listener.getsockname()[1]
         self._marker = marker
         self.sent = 0
         self._hanging: set[int] = set()
         self._serving: set[int] = set()
-        self._lock = threading.Lock()
-        self._closed = False
-        threading.Thread(target=self._accept, daemon=True).start()
+        super().__init__(host, port)
 
     def hang(self) -> None:
         with self._lock:
             self._hanging |= self._serving
-
-    def _accept(self) -> None:
-        while not self._closed:
-            try:
-                client, _ = self._listener.accept()
-            except OSError:
-                return
-            server = socket.create_connection(self._upstream)
-            threading.Thread(target=self._serve, args=(client, server), daemon=True).start()
 
     def _serve(self, client: socket.socket, server: socket.socket) -> None:
         me = id(client)
@@ -213,7 +207,3 @@ class HangingProxy:
         finally:
             client.close()
             server.close()
-
-    def close(self) -> None:
-        self._closed = True
-        self._listener.close()

@@ -49,6 +49,9 @@ class CachedChain:
     shared_messages: list[StoredMessage]
     shared_payloads: list[dict[str, Any]]
     size: int
+    #: The index of the chain's first UI message, -1 for none: found when the chain is built
+    #: (a chain that grows scans only what it adds), so a resolve never scans the chain.
+    first_ui: int = -1
 
     def messages(self) -> list[StoredMessage]:
         """The chain's messages, root first (a new list of the shared, read-only dicts)."""

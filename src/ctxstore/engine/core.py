@@ -149,15 +149,18 @@ class EngineCore:
         summary, when the read stopped at one, goes into the system prompt. UI messages reach
         ``messages`` converted for the model; ``ui_messages`` is built from them when asked."""
         summary = self.session.summary
+        pending = self.prompt.pending
         messages = chain.payloads() + self.prompt.pending_payloads()
-        stored = chain.messages()
-        pending = [item.id or f"pending-{n}" for n, item in enumerate(self.prompt.pending)]
+        holds_ui = chain.first_ui >= 0 or any(is_ui_message(item.data) for item in pending)
+        pending_ids = [item.id or f"pending-{n}" for n, item in enumerate(pending)]
 
-        def ids() -> list[str]:
-            return [message["id"] for message in stored] + pending
+        def ids() -> list[str]:  # only when ui_messages is read: no copy of the chain before
+            return [message["id"] for message in chain.messages()] + pending_ids
 
         system_prompt = self.prompt.system_prompt(renderer, summary)
-        return ResolveResult.of(system_prompt, messages, ids, summary, self.session.versions)
+        return ResolveResult.of(
+            system_prompt, messages, ids, summary, self.session.versions, holds_ui=holds_ui
+        )
 
     # --- opening -------------------------------------------------------------------------------
 

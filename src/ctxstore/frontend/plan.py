@@ -33,7 +33,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -564,6 +564,3 @@ def _summed(usages: list[dict[str, int]]) -> dict[str, int]:
         for key, value in usage.items():
             total[key] = total.get(key, 0) + value
     return total
-
-
-Handler = Callable[[Any], Any]

@@ -9,7 +9,7 @@ the client ends up holding: same parts, same fields, same merged metadata.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, ClassVar, Final
 
 __all__ = [
@@ -19,7 +19,6 @@ __all__ = [
     "finish_reason",
     "merge_metadata",
     "sse_event",
-    "sse_events",
 ]
 
 #: The response headers of a UI message stream (the SDK's ``UI_MESSAGE_STREAM_HEADERS``).
@@ -52,13 +51,6 @@ def sse_event(chunk: Mapping[str, Any], event_id: str | None = None) -> str:
     """One server-sent event carrying ``chunk`` (with an ``id:`` line when given)."""
     prefix = f"id: {event_id}\n" if event_id is not None else ""
     return f"{prefix}data: {chunk_json(chunk)}\n\n"
-
-
-def sse_events(chunks: Iterable[Mapping[str, Any]]) -> Iterator[str]:
-    """The server-sent events of a whole stream, ``data: [DONE]`` last."""
-    for chunk in chunks:
-        yield sse_event(chunk)
-    yield SSE_DONE
 
 
 def finish_reason(reason: object) -> str:

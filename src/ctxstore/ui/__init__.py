@@ -14,10 +14,11 @@ messages a model takes:
 Pure functions: no I/O, no store.
 """
 
-from ctxstore.ui.parts import UIMessage, is_tool_part, is_ui_message, tool_name
-from ctxstore.ui.to_model import NO_RESULT, to_model_messages
-from ctxstore.ui.to_ui import to_ui_messages
-from ctxstore.ui.validation import validate_ui_messages
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ctxstore._base.exports import lazy_exports
 
 __all__ = [
     "NO_RESULT",
@@ -29,3 +30,25 @@ __all__ = [
     "tool_name",
     "validate_ui_messages",
 ]
+
+# Loaded on first use: the store's readers import ctxstore.ui.parts alone.
+__getattr__, __dir__ = lazy_exports(
+    __name__,
+    {
+        "NO_RESULT": "ctxstore.ui.to_model",
+        "UIMessage": "ctxstore.ui.message",
+        "is_tool_part": "ctxstore.ui.parts",
+        "is_ui_message": "ctxstore.ui.parts",
+        "to_model_messages": "ctxstore.ui.to_model",
+        "to_ui_messages": "ctxstore.ui.to_ui",
+        "tool_name": "ctxstore.ui.parts",
+        "validate_ui_messages": "ctxstore.ui.validation",
+    },
+)
+
+if TYPE_CHECKING:
+    from ctxstore.ui.message import UIMessage
+    from ctxstore.ui.parts import is_tool_part, is_ui_message, tool_name
+    from ctxstore.ui.to_model import NO_RESULT, to_model_messages
+    from ctxstore.ui.to_ui import to_ui_messages
+    from ctxstore.ui.validation import validate_ui_messages

@@ -10,26 +10,15 @@ apart without being told.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
-
-from typing_extensions import NotRequired, TypedDict
+from typing import Any
 
 __all__ = [
     "TOOL_STATES",
-    "UIMessage",
+    "first_ui_message",
     "is_tool_part",
     "is_ui_message",
     "tool_name",
 ]
-
-
-class UIMessage(TypedDict):
-    """The AI SDK's ``UIMessage``: what a ``useChat`` frontend shows and sends."""
-
-    id: str
-    role: Literal["system", "user", "assistant"]
-    parts: list[dict[str, Any]]
-    metadata: NotRequired[Any]
 
 
 #: The states of a tool part, in the order a call goes through them.
@@ -50,6 +39,16 @@ def is_ui_message(message: object) -> bool:
     if type(message) is not dict and not isinstance(message, Mapping):
         return False
     return type(message.get("parts")) is list and "content" not in message and "type" not in message
+
+
+def first_ui_message(messages: list[Any], start: int = 0) -> int:
+    """The index of the first UI message of ``messages`` from ``start`` on, -1 for none (a
+    chain keeps it, so its reads never scan it again)."""
+    for index in range(start, len(messages)):
+        message = messages[index]
+        if "parts" in message and is_ui_message(message):
+            return index
+    return -1
 
 
 def is_tool_part(part: Mapping[str, Any]) -> bool:

@@ -32,6 +32,7 @@ from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
 from ctxstore.errors import ChatReplacedError, CtxStoreError, ValidationError
 from ctxstore.models import BranchChain, ChainSize, StoredMessage, StoredSummary
+from ctxstore.ui.parts import first_ui_message
 
 if TYPE_CHECKING:
     from ctxstore.models import BranchInfo
@@ -125,7 +126,13 @@ def assemble_chain(
     else:
         messages, payloads = state.cache.extend(base, added, added_payloads)
         size += base.size
-    chain = CachedChain(incarnation, reply.head, head_tag, length, messages, payloads, size)
+    if base is not None and base.first_ui >= 0:
+        first_ui = base.first_ui
+    else:
+        first_ui = first_ui_message(payloads, base.length if base is not None else 0)
+    chain = CachedChain(
+        incarnation, reply.head, head_tag, length, messages, payloads, size, first_ui
+    )
     if reply.head >= 0:
         state.cache.store(chat.chat_id, cache_key, chain)
     return chain
@@ -315,7 +322,16 @@ def assemble_window(
         )
     messages, payloads = messages[read - kept :], payloads[read - kept :]
     size = estimated_size(sum(len(record) for part in parts for record in part.records), read)
-    return CachedChain(incarnation, reply.head, head_tag, kept, messages, payloads, size)
+    return CachedChain(
+        incarnation,
+        reply.head,
+        head_tag,
+        kept,
+        messages,
+        payloads,
+        size,
+        first_ui_message(payloads),
+    )
 
 
 def get_chain(
