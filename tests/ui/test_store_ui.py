@@ -145,3 +145,33 @@ def test_an_explicit_message_format_wins_and_a_bad_one_is_refused(make_engine: A
     assert engine.message_format == "ui"
     with pytest.raises(ctxstore.errors.ConfigurationError, match="message_format"):
         make_engine(message_format="html")
+
+
+def test_a_warm_resolve_does_not_scan_the_chain_and_finds_ui_messages_added_since(
+    make_engine: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The chain keeps where its first UI message is, found once as it is read: a resolve that
+    reads nothing new scans nothing, and a UI message another worker added is found in the
+    part the read adds."""
+    from ctxstore._core.ops import reads
+
+    engine = make_engine()
+    engine.set(ctxstore.user("plain"), ctxstore.assistant("model form"))
+    engine.save()
+    engine.resolve()
+    scanned: list[int] = []
+    original = reads.first_ui_message
+
+    def counting(payloads: Any, start: int = 0) -> int:
+        scanned.append(len(payloads) - start)
+        return original(payloads, start)
+
+    monkeypatch.setattr(reads, "first_ui_message", counting)
+    assert engine.resolve().messages[-1] == {"role": "assistant", "content": "model form"}
+    assert scanned in ([], [0])  # nothing new was read: nothing scanned
+    other = make_engine()
+    other.set(ctxstore.user(user("u9", text("from a UI"))))
+    other.save()
+    resolved = engine.resolve()
+    assert resolved.messages[-1] == {"role": "user", "content": "from a UI"}
+    assert sum(scanned) <= 1  # only the message the read added
