@@ -1,19 +1,17 @@
 -- add_usage.lua: add token counts to a chat's usage counters.
 -- KEYS[1] chat      chat hash
--- KEYS[2] req       request id -> reply summary (this generation)
--- KEYS[3] req_old   request id -> reply summary (the previous generation)
--- KEYS[4] log       the chat's other keys, whose expiry a write slides (see slide_expiry)
--- KEYS[5] alias
--- KEYS[6] runs
--- KEYS[7] branch
--- KEYS[8] checkpoint
--- KEYS[9] summary
--- KEYS[10] tok
+-- KEYS[2] reqs      the ring of recent writes' reply summaries (see lib/requests.lua)
+-- KEYS[3] log       the chat's other keys, whose expiry a write slides (see slide_expiry)
+-- KEYS[4] alias
+-- KEYS[5] runs
+-- KEYS[6] branch
+-- KEYS[7] checkpoint
+-- KEYS[8] summary
+-- KEYS[9] tok
 -- ARGV[1] user      the caller, "" for anyone
 -- ARGV[2] inc       the incarnation the caller knows, "" for any ("#<fence>" inside a turn)
 -- ARGV[3] request   the call's request id: a resent call (its reply lost) adds nothing again
--- ARGV[4] now       epoch milliseconds
--- ARGV[5..] field, increment pairs ("u:<counter>" -> non-negative integer)
+-- ARGV[4..] field, increment pairs ("u:<counter>" -> non-negative integer)
 -- Reply: flat list of every usage field given and its value after this call
 -- Errors: NOT_FOUND when the chat does not exist, FORBIDDEN, REPLACED, CORRUPT (a stored
 --         counter that is not a count), INVALID (a counter would pass 2^53: nothing is added).
@@ -22,13 +20,13 @@
 
 local MAX_COUNT = 9007199254740992  -- 2^53: Lua numbers are exact up to here
 
-local FIRST_COUNTER_ARG = 5
+local FIRST_COUNTER_ARG = 4
 
 return run(function()
-  local _, _, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since', 'ttl'}, true)
-  local since = request_since(KEYS[1], fields[1])
+  local _, _, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_slot', 'ttl'}, true)
+  local slot = request_slot(KEYS[1], fields[1])
   local ttl = chat_ttl(KEYS[1], fields[2])
-  if recall_request(KEYS[2], KEYS[3], ARGV[3]) then
+  if recall_request(KEYS[2], request_argument(ARGV[3])) then
     local reply = {}
     for i = FIRST_COUNTER_ARG, #ARGV, 2 do
       reply[#reply + 1] = ARGV[i]
@@ -49,7 +47,11 @@ return run(function()
     reply[#reply + 1] = ARGV[i]
     reply[#reply + 1] = redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
   end
-  remember_request(KEYS[1], KEYS[2], KEYS[3], ARGV[3], 'added', since, tonumber(ARGV[4]))
-  slide_expiry(ttl, {KEYS[1], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]})
+  local remembered = remember_request(KEYS[2], ARGV[3], 'added', slot)
+  if #remembered > 0 then
+    redis.call('HSET', KEYS[1], unpack(remembered))
+  end
+  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
+                     KEYS[9]})
   return reply
 end)

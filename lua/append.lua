@@ -4,14 +4,13 @@
 -- KEYS[3] alias        chosen message id -> position
 -- KEYS[4] runs         run starts (see lib/README.md)
 -- KEYS[5] branch       branch name -> branch record
--- KEYS[6] req          request id -> reply summary (this generation)
--- KEYS[7] req_old      request id -> reply summary (the previous generation)
--- KEYS[8] tok          token entries (see lib/README.md)
--- KEYS[9] summary      summaries (read for the context size when a compaction threshold is set)
--- KEYS[10] checkpoint  not read: its expiry slides with the chat's (see slide_expiry)
--- KEYS[11] all_chats   optional: the namespace's chat index (servers without Cluster only)
--- KEYS[12] user_chats  optional: the owner's chat index (with KEYS[11])
--- KEYS[13] jobs        optional: the compaction job stream of this chat's shard (with KEYS[11])
+-- KEYS[6] reqs         the ring of recent writes' reply summaries (see lib/requests.lua)
+-- KEYS[7] tok          token entries (see lib/README.md)
+-- KEYS[8] summary      summaries (read for the context size when a compaction threshold is set)
+-- KEYS[9] checkpoint   not read: its expiry slides with the chat's (see slide_expiry)
+-- KEYS[10] all_chats   optional: the namespace's chat index (servers without Cluster only)
+-- KEYS[11] user_chats  optional: the owner's chat index (with KEYS[10])
+-- KEYS[12] jobs        optional: the compaction job stream of this chat's shard (with KEYS[10])
 -- ARGV[1] call       the call's fields, tab-separated, in this order (one argument: each
 --                    argument costs the client and Redis time on the hottest path):
 --   call.user          the caller, "" for anyone (another owner's chat is refused)
@@ -23,8 +22,8 @@
 --   call.on_existing   raise | fork: for a message id the chat already holds
 --   call.now           epoch milliseconds
 --   call.request       the request id ("" for none): a resent call is answered from its summary
---   call.chat_id       the chat's id, for the index entries ("" without KEYS[11..12])
---   call.index_owner   the owner the index keys KEYS[11..12] were built for ("" without them)
+--   call.chat_id       the chat's id, for the index entries ("" without KEYS[10..11])
+--   call.index_owner   the owner the index keys KEYS[10..11] were built for ("" without them)
 --   call.soft_tokens   a compaction threshold ("" for none)
 --   call.job_ttl       ms after which a compaction job that settled nothing may be enqueued again
 --   call.keep          the messages a compaction keeps verbatim (carried by the job)
@@ -56,7 +55,7 @@
 --   reply.context_tokens  the branch from its newest summary on, after this append (-1 when
 --                         not computed)
 --   reply.job             the compaction marker this call set ("" for none)
---   reply.enqueued        1 when the script added the job to KEYS[13] itself, else 0
+--   reply.enqueued        1 when the script added the job to KEYS[12] itself, else 0
 --   reply.head_tokens     the chain tokens through the new head (-1 for a resent call)
 -- Compaction: with soft_tokens, an append that leaves the branch its last message lands on
 -- (chosen ids, edits and conflict forks alike) with a context (newest summary plus the messages
@@ -98,11 +97,11 @@ local function tab_fields(s, count, what)
 end
 
 local function index(chat_id, index_owner, owner, updated_at)
-  if KEYS[11] == nil or index_owner ~= owner then
+  if KEYS[10] == nil or index_owner ~= owner then
     return 0
   end
+  redis.call('ZADD', KEYS[10], 'GT', updated_at, chat_id)
   redis.call('ZADD', KEYS[11], 'GT', updated_at, chat_id)
-  redis.call('ZADD', KEYS[12], 'GT', updated_at, chat_id)
   return 1
 end
 
@@ -120,7 +119,7 @@ end
 
 return run(function()
   local chat, log, alias, runs, branch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
-  local req, req_old, tok, summary_key = KEYS[6], KEYS[7], KEYS[8], KEYS[9]
+  local reqs, tok, summary_key = KEYS[6], KEYS[7], KEYS[8]
   local user, known_inc, target, expected, on_conflict, on_existing, now, request, chat_id,
         index_owner, soft_tokens, job_ttl, keep, token_base = string.match(ARGV[1],
           '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(%d+)\t([^\t]*)\t' ..
@@ -133,7 +132,7 @@ return run(function()
   local any_chosen = string.find(ARGV[2], '[^\t]') ~= nil
 
   local owner, inc, fields, fence = open_chat(chat, user, known_inc,
-                                              {'updated_at', 'message_count', 'req_since', 'cjob',
+                                              {'updated_at', 'message_count', 'req_slot', 'cjob',
                                                'ttl', 'active_branch', 'title'}, true)
   if target == '' then
     target = text_field(chat, 'active_branch', fields[6])
@@ -141,17 +140,18 @@ return run(function()
   local record = read_branch(branch, target)
   local record_name = target
   local updated_before = number_field(chat, 'updated_at', fields[1])
-  local since = request_since(chat, fields[3])
+  local slot = request_slot(chat, fields[3])
+  request = request_argument(request)
   check_message_at(log, inc, branch, target, record.pos, record.id)
   -- A resend of a call that succeeded finds the head moved on (its own messages), or wrote
   -- under chosen ids (an edit leaves the head where it was): only then can it be one.
   if record.id ~= expected or any_chosen then
-    local prior = recall_request(req, req_old, request)
+    local prior = recall_request(reqs, request)
     if prior then
       local name, first, rebased, fork, created, edits =
         string.match(prior, '^([^\t]*)\t(%d+)\t(%d)\t([^\t]*)\t([^\t]*)\t(.*)$')
       if not name or not is_utf8(prior) then
-        corrupt(req, request, 'not the summary of an append')
+        corrupt(reqs, request, 'not the summary of an append')
       end
       local created_list, edit_list = {}, {}
       for item in string.gmatch(created, '[^\n]+') do
@@ -403,24 +403,25 @@ return run(function()
     redis.call('HSET', branch, name, format_branch(current))
   end
   local updated_at = newer(updated_before, now)
-  redis.call('HSET', chat, 'message_count', message_count + count, 'updated_at', updated_at)
+  local remembered = remember_request(reqs, request,
+                                      target .. '\t' .. first .. '\t' .. rebased .. '\t' ..
+                                      conflict_fork .. '\t' .. table.concat(created_names, '\n') ..
+                                      '\t' .. table.concat(edits, ','), slot)
+  redis.call('HSET', chat, 'message_count', message_count + count, 'updated_at', updated_at,
+             unpack(remembered))
   if ARGV[4] ~= '' and not fields[7] then
     redis.call('HSET', chat, 'title', ARGV[4])
   end
   local enqueued = 0
   if job ~= '' then
     redis.call('HSET', chat, 'cjob', job)
-    if KEYS[13] ~= nil then
-      redis.call('XADD', KEYS[13], 'MAXLEN', '~', JOB_STREAM_MAXLEN, '*', 'chat', chat_id,
+    if KEYS[12] ~= nil then
+      redis.call('XADD', KEYS[12], 'MAXLEN', '~', JOB_STREAM_MAXLEN, '*', 'chat', chat_id,
                  'branch', target, 'job', job, 'soft', soft_tokens, 'keep', keep)
       enqueued = 1
     end
   end
-  remember_request(chat, req, req_old, request,
-                   target .. '\t' .. first .. '\t' .. rebased .. '\t' .. conflict_fork .. '\t' ..
-                   table.concat(created_names, '\n') .. '\t' .. table.concat(edits, ','),
-                   since, now)
-  slide_expiry(ttl, {chat, log, alias, runs, branch, KEYS[10], tok, summary_key})
+  slide_expiry(ttl, {chat, log, alias, runs, branch, KEYS[9], tok, summary_key, reqs})
   return {target, first, edits, rebased, conflict_fork, created_names, updated_at, owner,
           index(chat_id, index_owner, owner, updated_at), inc, context_tokens, job, enqueued,
           head_tokens}

@@ -6,10 +6,9 @@
 -- KEYS[4] runs        run starts (chain lengths)
 -- KEYS[5] branch      branch name -> branch record
 -- KEYS[6] checkpoint  checkpoint name -> checkpoint record
--- KEYS[7] req         request id -> reply summary (this generation)
--- KEYS[8] req_old     request id -> reply summary (the previous generation)
--- KEYS[9] summary     the chat's other keys, whose expiry a write slides (see slide_expiry)
--- KEYS[10] tok
+-- KEYS[7] reqs        the ring of recent writes' reply summaries (see lib/requests.lua)
+-- KEYS[8] summary     the chat's other keys, whose expiry a write slides (see slide_expiry)
+-- KEYS[9] tok
 -- ARGV[1] user        the caller, "" for anyone
 -- ARGV[2] inc         the incarnation the caller knows, "" for any
 --                     ("#<fence>" inside a turn)
@@ -30,11 +29,11 @@
 
 return run(function()
   local _, inc, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2],
-                                         {'req_since', 'active_branch', 'ttl'}, true)
-  local since = request_since(KEYS[1], fields[1])
+                                         {'req_slot', 'active_branch', 'ttl'}, true)
+  local slot = request_slot(KEYS[1], fields[1])
   local ttl = chat_ttl(KEYS[1], fields[3])
   local active = text_field(KEYS[1], 'active_branch', fields[2])
-  local prior = recall_request(KEYS[7], KEYS[8], ARGV[9])
+  local prior = recall_request(KEYS[7], request_argument(ARGV[9]))
   if prior then
     return {prior, redis.call('HGET', KEYS[5], prior) or '', active, inc}
   end
@@ -60,11 +59,16 @@ return run(function()
   local depth = depth_at(KEYS[4], pos)
   check_branch_counters(KEYS[1])
   local raw = create_branch(KEYS[1], KEYS[5], name, pos, id, depth, tonumber(ARGV[7]))
+  local chat_fields = remember_request(KEYS[7], ARGV[9], name, slot)
   if ARGV[6] == '1' then
-    redis.call('HSET', KEYS[1], 'active_branch', name)
+    chat_fields[#chat_fields + 1] = 'active_branch'
+    chat_fields[#chat_fields + 1] = name
     active = name
   end
-  remember_request(KEYS[1], KEYS[7], KEYS[8], ARGV[9], name, since, tonumber(ARGV[7]))
-  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[9], KEYS[10]})
+  if #chat_fields > 0 then
+    redis.call('HSET', KEYS[1], unpack(chat_fields))
+  end
+  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
+                     KEYS[9]})
   return {name, raw, active, inc}
 end)

@@ -6,11 +6,10 @@
 -- KEYS[5] branch      branch name -> branch record
 -- KEYS[6] checkpoint  checkpoint name -> checkpoint record
 -- KEYS[7] summary     message id -> summary record
--- KEYS[8] req         recent request ids
--- KEYS[9] req_old     older request ids
--- KEYS[10] tok        token entries
--- KEYS[11] stream     the entries of its answer streams
--- KEYS[12] stream_state  the records of its answer streams
+-- KEYS[8] reqs        the ring of recent writes' reply summaries
+-- KEYS[9] tok         token entries
+-- KEYS[10] stream     the entries of its answer streams
+-- KEYS[11] stream_state  the records of its answer streams
 -- ARGV[1] user_id     "" to delete whoever owns it; otherwise only that owner's chat
 -- Reply: {deleted (0|1), owner ("" when nothing was deleted)}
 -- Errors: FORBIDDEN when the chat belongs to another user (nothing is deleted), CORRUPT when
@@ -31,6 +30,6 @@ return run(function()
     fail('FORBIDDEN', {what = 'chat'})
   end
   redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7],
-               KEYS[8], KEYS[9], KEYS[10], KEYS[11], KEYS[12])
+               KEYS[8], KEYS[9], KEYS[10], KEYS[11])
   return {1, owner}
 end)

@@ -1,35 +1,36 @@
 -- delete_checkpoint.lua: remove a checkpoint (the message it named stays).
 -- KEYS[1] chat         chat hash
 -- KEYS[2] checkpoint   checkpoint name -> checkpoint record
--- KEYS[3] req          request id -> reply summary (this generation)
--- KEYS[4] req_old      request id -> reply summary (the previous generation)
--- KEYS[5] log          the chat's other keys, whose expiry a write slides (see slide_expiry)
--- KEYS[6] alias
--- KEYS[7] runs
--- KEYS[8] branch
--- KEYS[9] summary
--- KEYS[10] tok
+-- KEYS[3] reqs         the ring of recent writes' reply summaries (see lib/requests.lua)
+-- KEYS[4] log          the chat's other keys, whose expiry a write slides (see slide_expiry)
+-- KEYS[5] alias
+-- KEYS[6] runs
+-- KEYS[7] branch
+-- KEYS[8] summary
+-- KEYS[9] tok
 -- ARGV[1] user         the caller, "" for anyone
 -- ARGV[2] inc          the incarnation the caller knows, "" for any ("#<fence>" inside a turn)
 -- ARGV[3] name         the checkpoint name
 -- ARGV[4] request      the call's request id: a resent call (its reply lost) answers like the
 --                      first one (1 when that one deleted the checkpoint)
--- ARGV[5] now          epoch milliseconds
 -- Reply: 1 when it existed, 0 otherwise
 -- Errors: NOT_FOUND (chat), FORBIDDEN, REPLACED.
 
 return run(function()
-  local _, _, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since', 'ttl'}, true)
-  local since = request_since(KEYS[1], fields[1])
+  local _, _, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_slot', 'ttl'}, true)
+  local slot = request_slot(KEYS[1], fields[1])
   local ttl = chat_ttl(KEYS[1], fields[2])
-  local prior = recall_request(KEYS[3], KEYS[4], ARGV[4])
+  local prior = recall_request(KEYS[3], request_argument(ARGV[4]))
   if prior then
     return tonumber(prior)
   end
   check_fence(KEYS[1], fence)
   local deleted = redis.call('HDEL', KEYS[2], ARGV[3])
-  remember_request(KEYS[1], KEYS[3], KEYS[4], ARGV[4], tostring(deleted), since,
-                   tonumber(ARGV[5]))
-  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9], KEYS[10]})
+  local remembered = remember_request(KEYS[3], ARGV[4], tostring(deleted), slot)
+  if #remembered > 0 then
+    redis.call('HSET', KEYS[1], unpack(remembered))
+  end
+  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
+                     KEYS[9]})
   return deleted
 end)

@@ -7,6 +7,7 @@
 -- KEYS[6] checkpoint   checkpoint name -> checkpoint record
 -- KEYS[7] summary      summaries
 -- KEYS[8] tok          token entries
+-- KEYS[9] reqs         the ring of recent writes' reply summaries (slides with the rest)
 -- ARGV[1] user         the caller, "" for anyone
 -- ARGV[2] inc          the incarnation the caller knows, "" for any ("#<fence>" inside a turn)
 -- ARGV[3] ttl          milliseconds, or "" for no expiry
@@ -19,6 +20,6 @@ return run(function()
   open_chat(KEYS[1], ARGV[1], ARGV[2], {})
   local ttl = ttl_argument(ARGV[3])
   set_retention(KEYS[1], ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7],
-                               KEYS[8]})
+                               KEYS[8], KEYS[9]})
   return ARGV[3]
 end)

@@ -7,15 +7,14 @@
 -- KEYS[6] branch
 -- KEYS[7] checkpoint
 -- KEYS[8] summary
--- KEYS[9] req                request ids of the chat (none: removed with anything left there)
--- KEYS[10] req_old
--- KEYS[11] staged_log        what import_stage.lua built, in the order of KEYS[2..8]
--- KEYS[12] staged_alias
--- KEYS[13] staged_runs
--- KEYS[14] staged_tok
--- KEYS[15] staged_branch
--- KEYS[16] staged_checkpoint
--- KEYS[17] staged_summary
+-- KEYS[9] reqs               recent writes' reply summaries (none: removed with anything there)
+-- KEYS[10] staged_log        what import_stage.lua built, in the order of KEYS[2..8]
+-- KEYS[11] staged_alias
+-- KEYS[12] staged_runs
+-- KEYS[13] staged_tok
+-- KEYS[14] staged_branch
+-- KEYS[15] staged_checkpoint
+-- KEYS[16] staged_summary
 -- ARGV[1] user_id       the owner
 -- ARGV[2] inc           the chat's incarnation, new for this import
 -- ARGV[3] created_at    epoch milliseconds, as exported
@@ -57,30 +56,30 @@ return run(function()
   end
   local messages = tonumber(counts[1])
   local found = {
-    redis.call('LLEN', KEYS[11]), redis.call('HLEN', KEYS[12]), redis.call('ZCARD', KEYS[13]),
-    redis.call('HLEN', KEYS[15]), redis.call('HLEN', KEYS[16]), redis.call('ZCARD', KEYS[17]),
+    redis.call('LLEN', KEYS[10]), redis.call('HLEN', KEYS[11]), redis.call('ZCARD', KEYS[12]),
+    redis.call('HLEN', KEYS[14]), redis.call('HLEN', KEYS[15]), redis.call('ZCARD', KEYS[16]),
   }
   for i = 1, 6 do
     if found[i] ~= tonumber(counts[i]) then
       fail('CONFLICT', {reason = 'import_lost', expected = ARGV[9], found = table.concat(found, '\t')})
     end
   end
-  if redis.call('STRLEN', KEYS[14]) ~= messages * TOK_WIDTH then
+  if redis.call('STRLEN', KEYS[13]) ~= messages * TOK_WIDTH then
     fail('CONFLICT', {reason = 'import_lost', what = 'token entries'})
   end
-  if redis.call('HEXISTS', KEYS[15], active) == 0 then
+  if redis.call('HEXISTS', KEYS[14], active) == 0 then
     fail('INVALID', {reason = 'the active branch is not one of the imported branches'})
   end
 
   for i = 1, KEY_PAIRS do
-    local target, staged = KEYS[1 + i], KEYS[10 + i]
+    local target, staged = KEYS[1 + i], KEYS[9 + i]
     if redis.call('EXISTS', staged) == 1 then
       redis.call('RENAME', staged, target)
     else
       redis.call('DEL', target)
     end
   end
-  redis.call('DEL', KEYS[9], KEYS[10])
+  redis.call('DEL', KEYS[9])
   redis.call('HSET', chat, 'user_id', user, 'fmt', FORMAT, 'inc', inc, 'created_at', created_at,
              'updated_at', updated_at, 'active_branch', active, 'message_count', messages,
              'branch_count', tonumber(counts[4]), 'branch_seq', tonumber(counts[4]),

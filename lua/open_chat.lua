@@ -7,6 +7,7 @@
 -- KEYS[6] alias      the chat's other keys, whose expiry a write slides (see slide_expiry)
 -- KEYS[7] checkpoint
 -- KEYS[8] tok
+-- KEYS[9] reqs
 -- ARGV[1] user_id    the caller; must own an existing chat
 -- ARGV[2] now        epoch milliseconds
 -- ARGV[3] new_inc    the incarnation to give the chat if this call creates it
@@ -81,7 +82,7 @@ return run(function()
     check_metadata_merge(chat, ARGV, FIRST_METADATA_ARG, tonumber(ARGV[10]), tonumber(ARGV[11]))
   end
   local wrote = #ARGV >= FIRST_METADATA_ARG
-  local retained = {chat, KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]}
+  local retained = {chat, KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]}
   if not exists or ARGV[13] == '1' then
     if new_ttl or ttl then  -- a retention to set, or one to clear
       set_retention(chat, new_ttl, retained)

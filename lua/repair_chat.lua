@@ -7,6 +7,7 @@
 -- KEYS[6] checkpoint   checkpoint name -> checkpoint record
 -- KEYS[7] summary      the chat's other keys: a rewritten key gets the chat's expiry back
 -- KEYS[8] tok          token entries: only flags are rewritten (a total is never touched)
+-- KEYS[9] reqs         the ring of recent writes' reply summaries (only its expiry)
 -- ARGV[1] inc          the incarnation verify read
 -- ARGV[2] length       the log length verify read
 -- ARGV[3] alias_items  how many alias items follow (id, position pairs), -1 to leave alias alone
@@ -108,6 +109,6 @@ return run(function()
     redis.call('SETRANGE', KEYS[8], rewrite_flag[1] * TOK_WIDTH, string.char(rewrite_flag[2]))
   end
   redis.call('HSET', chat, 'message_count', length, 'branch_count', redis.call('HLEN', branch))
-  slide_expiry(ttl, {chat, log, alias, runs, branch, checkpoint, KEYS[7], KEYS[8]})
+  slide_expiry(ttl, {chat, log, alias, runs, branch, checkpoint, KEYS[7], KEYS[8], KEYS[9]})
   return {owner, fields[1] or ''}
 end)

@@ -7,6 +7,7 @@
 -- KEYS[6] checkpoint
 -- KEYS[7] summary
 -- KEYS[8] tok
+-- KEYS[9] reqs
 -- ARGV[1] user      the caller, "" for anyone
 -- ARGV[2] inc       the incarnation the caller knows, "" for any ("#<fence>" inside a turn)
 -- ARGV[3] name      the branch
@@ -18,6 +19,7 @@ return run(function()
   local ttl = chat_ttl(KEYS[1], fields[1])
   local _, raw = read_branch(KEYS[2], ARGV[3])
   redis.call('HSET', KEYS[1], 'active_branch', ARGV[3])
-  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]})
+  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
+                     KEYS[9]})
   return {ARGV[3], raw, ARGV[3], inc}
 end)

@@ -7,15 +7,16 @@
 -- KEYS[6] checkpoint
 -- KEYS[7] summary
 -- KEYS[8] tok
--- KEYS[9] all_chats   optional: the namespace's chat index (servers without Cluster only)
--- KEYS[10] user_chats optional: the owner's chat index (with KEYS[9])
+-- KEYS[9] reqs
+-- KEYS[10] all_chats  optional: the namespace's chat index (servers without Cluster only)
+-- KEYS[11] user_chats optional: the owner's chat index (with KEYS[10])
 -- ARGV[1] user        the caller, "" for anyone
 -- ARGV[2] inc         the incarnation the caller knows, "" for any
 --                     ("#<fence>" inside a turn)
 -- ARGV[3] now         epoch milliseconds
 -- ARGV[4] set_title   "1" to replace the title with ARGV[5], "0" to keep it
 -- ARGV[5] title       the new title
--- ARGV[6] chat_id     the chat's id, for the index entries ("" without KEYS[9..10])
+-- ARGV[6] chat_id     the chat's id, for the index entries ("" without KEYS[10..11])
 -- ARGV[7] index_owner the owner the index keys were built for ("" without them)
 -- ARGV[8] max_keys    the most metadata keys the chat may hold after the merge
 -- ARGV[9] max_bytes   the most bytes of metadata (field names and values) after the merge
@@ -53,11 +54,12 @@ return run(function()
   end
   redis.call('HSET', KEYS[1], 'updated_at', updated_at)
   local indexed = 0
-  if KEYS[9] ~= nil and ARGV[7] == owner then
-    redis.call('ZADD', KEYS[9], 'GT', updated_at, ARGV[6])
+  if KEYS[10] ~= nil and ARGV[7] == owner then
     redis.call('ZADD', KEYS[10], 'GT', updated_at, ARGV[6])
+    redis.call('ZADD', KEYS[11], 'GT', updated_at, ARGV[6])
     indexed = 1
   end
-  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]})
+  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
+                     KEYS[9]})
   return {indexed, redis.call('HGETALL', KEYS[1])}
 end)

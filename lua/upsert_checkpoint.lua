@@ -3,12 +3,11 @@
 -- KEYS[2] log          message records (its length bounds positions)
 -- KEYS[3] alias        chosen message id -> position
 -- KEYS[4] checkpoint   checkpoint name -> checkpoint record
--- KEYS[5] req          request id -> reply summary (this generation)
--- KEYS[6] req_old      request id -> reply summary (the previous generation)
--- KEYS[7] runs         the chat's other keys, whose expiry a write slides (see slide_expiry)
--- KEYS[8] branch
--- KEYS[9] summary
--- KEYS[10] tok
+-- KEYS[5] reqs         the ring of recent writes' reply summaries (see lib/requests.lua)
+-- KEYS[6] runs         the chat's other keys, whose expiry a write slides (see slide_expiry)
+-- KEYS[7] branch
+-- KEYS[8] summary
+-- KEYS[9] tok
 -- ARGV[1] user         the caller, "" for anyone
 -- ARGV[2] inc          the incarnation the caller knows, "" for any ("#<fence>" inside a turn)
 -- ARGV[3] name         the checkpoint name
@@ -20,10 +19,10 @@
 -- Errors: NOT_FOUND (chat, message), FORBIDDEN, REPLACED, CORRUPT.
 
 return run(function()
-  local _, inc, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_since', 'ttl'}, true)
-  local since = request_since(KEYS[1], fields[1])
+  local _, inc, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_slot', 'ttl'}, true)
+  local slot = request_slot(KEYS[1], fields[1])
   local ttl = chat_ttl(KEYS[1], fields[2])
-  local prior = recall_request(KEYS[5], KEYS[6], ARGV[6])
+  local prior = recall_request(KEYS[5], request_argument(ARGV[6]))
   if prior then
     return prior
   end
@@ -33,7 +32,11 @@ return run(function()
   local seq = redis.call('HINCRBY', KEYS[1], 'checkpoint_seq', 1)
   local raw = pos .. '\t' .. ARGV[4] .. '\t' .. ARGV[5] .. '\t' .. seq
   redis.call('HSET', KEYS[4], ARGV[3], raw)
-  remember_request(KEYS[1], KEYS[5], KEYS[6], ARGV[6], raw, since, tonumber(ARGV[5]))
-  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[7], KEYS[8], KEYS[9], KEYS[10]})
+  local remembered = remember_request(KEYS[5], ARGV[6], raw, slot)
+  if #remembered > 0 then
+    redis.call('HSET', KEYS[1], unpack(remembered))
+  end
+  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
+                     KEYS[9]})
   return raw
 end)

@@ -7,6 +7,7 @@
 -- KEYS[6] tok        token entries
 -- KEYS[7] branch     the chat's other keys, whose expiry a write slides (see slide_expiry)
 -- KEYS[8] checkpoint
+-- KEYS[9] reqs
 -- ARGV[1] user       the caller, "" for anyone: another owner's chat is refused
 -- ARGV[2] inc        the incarnation the caller knows, "" for any
 -- ARGV[3] message    the id of the last message the summary covers
@@ -43,6 +44,7 @@ return run(function()
   if ARGV[5] ~= '' and redis.call('HGET', KEYS[1], 'cjob') == ARGV[5] then
     redis.call('HDEL', KEYS[1], 'cjob')
   end
-  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8]})
+  slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
+                     KEYS[9]})
   return {pos, written, member, tokens, depth}
 end)

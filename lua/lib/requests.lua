@@ -1,42 +1,65 @@
 -- requests.lua: resend detection. A write with a request id leaves a summary of its reply in
--- the req hash; a resent call finds it there and replies the same without writing twice. Two
--- generations (req, req_old) rotate every minute and expire on their own.
--- Relies on: checks.
+-- the chat's reqs hash; a resent call finds it there and replies the same without writing
+-- twice. The hash is a ring of REQUEST_RING slots ("0".."31" -> "<request id>\t<summary>"),
+-- filled in turn from the chat's `req_slot` field, so it holds the chat's last 32 such writes:
+-- its memory is bounded per chat whatever the rate, and it shares the chat's expiry and
+-- deletion like every other key of the chat.
+-- Relies on: base, checks.
 
--- How long a generation of request ids stays the current one.
-local REQUEST_GENERATION_MS = 60000
+-- How many recent writes a chat remembers. redis-py resends a call within milliseconds of
+-- losing its reply; 32 other writes to the same chat in between is far past any real chat.
+local REQUEST_RING = 32
+-- Request ids are what ctxstore sends (16 URL-safe base64 characters) or a caller's own.
+local MAX_REQUEST_BYTES = 64
 
--- The summary a write with this request id left, or nil. Ids live at least a minute.
-local function recall_request(req_key, req_old_key, request)
+-- The request id of a call, checked ("" for none): a tab or a newline would make the summary
+-- it leaves unreadable.
+local function request_argument(raw)
+  if #raw > MAX_REQUEST_BYTES or not string.find(raw, '^[%w_%-]*$') then
+    fail('INVALID', {reason = 'a request id is up to 64 letters, digits, "-" or "_"'})
+  end
+  return raw
+end
+
+-- The slot the chat's next remembered write takes, from its `req_slot` field (read with the
+-- chat's other fields), checked before the script's first write.
+local function request_slot(chat_key, raw)
+  local slot = number_field(chat_key, 'req_slot', raw, 0)
+  if slot >= REQUEST_RING then
+    corrupt(chat_key, 'req_slot', 'not a slot of the request ring')
+  end
+  return slot
+end
+
+-- The summary a write with this request id left, or nil. Only a call that could be a resend
+-- asks (the scripts tell from the head or the ids), so the usual write reads none of the ring;
+-- every slot read is checked.
+local function recall_request(reqs_key, request)
   if request == '' then
     return nil
   end
-  return redis.call('HGET', req_key, request) or redis.call('HGET', req_old_key, request)
-end
-
--- When the chat's current request generation began (0: none yet), checked: the scripts that
--- remember requests read it before their first write.
-local function request_since(chat_key, raw)
-  return number_field(chat_key, 'req_since', raw, 0)
-end
-
--- Remembers a write's summary; a generation older than a minute becomes the old one, and each
--- generation expires three minutes after it began, so an idle chat keeps none. `since` comes
--- from request_since.
-local function remember_request(chat_key, req_key, req_old_key, request, summary, since, now)
-  if request == '' then
-    return
-  end
-  if now - since > REQUEST_GENERATION_MS then
-    if redis.call('EXISTS', req_key) == 1 then
-      redis.call('RENAME', req_key, req_old_key)
-    else
-      redis.call('DEL', req_old_key)
+  local found = nil
+  local flat = redis.call('HGETALL', reqs_key)
+  for i = 1, #flat, 2 do
+    local slot, entry = flat[i], flat[i + 1]
+    local id, summary = string.match(entry, '^([%w_%-]+)\t(.*)$')
+    local n = tonumber(string.match(slot, '^%d%d?$') or '')
+    if not id or not n or n >= REQUEST_RING or not is_utf8(summary) then
+      corrupt(reqs_key, slot, 'not a request summary')
     end
-    redis.call('HSET', chat_key, 'req_since', now)
-    redis.call('HSET', req_key, request, summary)
-    redis.call('PEXPIRE', req_key, 3 * REQUEST_GENERATION_MS)
-    return
+    if id == request then
+      found = summary
+    end
   end
-  redis.call('HSET', req_key, request, summary)
+  return found
+end
+
+-- Remembers a write's summary in the ring; returns the chat fields the write sets with its
+-- own HSET of the chat hash (the next slot), or none for a call without a request id.
+local function remember_request(reqs_key, request, summary, slot)
+  if request == '' then
+    return {}
+  end
+  redis.call('HSET', reqs_key, slot, request .. '\t' .. summary)
+  return {'req_slot', (slot + 1) % REQUEST_RING}
 end

@@ -29,7 +29,8 @@ end
 
 -- A write's last step for a chat with a retention: every key of the chat expires `ttl`
 -- milliseconds from now, so they share one deadline and the chat vanishes whole (keys this
--- write created included). req and req_old are left out: they expire on their own, sooner.
+-- write created included). An answer stream's keys are left out: they expire on their own,
+-- sooner.
 local function slide_expiry(ttl, keys)
   if not ttl then
     return

@@ -157,6 +157,8 @@ CHAT_OPS = tuple(name for name in OPS if name != "delete_chat")
 LISTING = "list_chats"
 #: Operations that parse the whole chat hash into a chat model.
 CHAT_HASH_OPS = ("get_chat", LISTING, "open_chat", "get_graph", "update_chat", "upsert_chat")
+#: Writes that carry a request id: they read the chat's slot of its request ring.
+REQUEST_OPS = ("append", "add_usage", "create_branch", "restore", "checkpoint", "delete_checkpoint")
 #: Operations that follow main's head (main is the active branch) to its message.
 HEAD_OPS = (
     "open_chat",
@@ -424,18 +426,33 @@ CASES = (
     Case("compaction marker garbled", "chat", "cjob", hset("cjob", "x"), ("append_compaction",)),
     Case("compaction lease garbled", "chat", "clease", hset("clease", "x"), ("take_lease",)),
     Case(
-        "request generation not a time",
+        "request slot not a number",
         "chat",
-        "req_since",
-        hset("req_since", "x"),
-        ("append", "add_usage", "create_branch", "restore"),
+        "req_slot",
+        hset("req_slot", "x"),
+        REQUEST_OPS,
+    ),
+    Case(
+        "request slot past the ring",
+        "chat",
+        "req_slot",
+        hset("req_slot", "32"),
+        REQUEST_OPS,
     ),
     Case(
         "request summary garbled",
-        "req",
-        RESENT,
-        hset(RESENT, "garbage", "req"),
-        ("append_resent",),
+        "reqs",
+        "0",
+        hset("0", "garbage", "reqs"),
+        ("append_resent", "add_usage", "create_branch", "restore"),
+        verified=False,
+    ),
+    Case(
+        "request summary in a slot past the ring",
+        "reqs",
+        "32",
+        hset("32", f"{RESENT}\tmain\t3\t0\t\t\t", "reqs"),
+        ("append_resent", "add_usage", "create_branch", "restore"),
         verified=False,
     ),
     # branch records

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from typing import Any
+from unittest import mock
 
 import pytest
 
@@ -209,3 +210,83 @@ def _resume(operation: Any) -> Any:
         except StopIteration as stop:
             return stop.value
         value = yield step
+
+
+# --- the request ring: bounded per chat, recognized within it -------------------------------
+
+RING = 32
+
+
+def _append_as(store: ctxstore.Store, request: str, text: str, head: str | None) -> Any:
+    """An append carrying the request id ``request`` and fixed tags: the very command a
+    resend of it sends again."""
+    with (
+        mock.patch("ctxstore._core.ops.append.new_request_id", return_value=request),
+        mock.patch("ctxstore._core.ops.append.new_tags", return_value=["resent"]),
+    ):
+        return store.append("c1", "main", [{"role": "user", "content": text}], expected_head=head)
+
+
+@pytest.mark.parametrize("others", [0, 1, RING - 1])
+def test_a_resend_is_recognized_while_fewer_than_32_writes_came_between(
+    sync_store: ctxstore.Store, others: int
+) -> None:
+    sync_store.upsert_chat("c1", "alice")
+    first = sync_store.append("c1", "main", [{"role": "user", "content": "a"}], expected_head=None)
+    original = _append_as(sync_store, "the-call", "once", first.head_message_id)
+    head = original.head_message_id
+    for i in range(others):
+        head = sync_store.append(
+            "c1", "main", [{"role": "user", "content": str(i)}], expected_head=head
+        ).head_message_id
+    again = _append_as(sync_store, "the-call", "once", first.head_message_id)
+    assert again.message_ids == original.message_ids
+    assert again.branch == original.branch
+    assert len(sync_store.load_branch("c1").messages) == 2 + others  # nothing written twice
+
+
+def test_a_resend_after_32_other_writes_is_a_conflict_not_a_second_write(
+    sync_store: ctxstore.Store,
+) -> None:
+    """Past the ring, a resend is an ordinary call again: its expected head has moved on, so
+    the default ``on_conflict="raise"`` refuses it (a caller who asked for rebase would get
+    its messages twice: the documented bound)."""
+    sync_store.upsert_chat("c1", "alice")
+    first = sync_store.append("c1", "main", [{"role": "user", "content": "a"}], expected_head=None)
+    head = _append_as(sync_store, "the-call", "once", first.head_message_id).head_message_id
+    for i in range(RING):
+        head = sync_store.append(
+            "c1", "main", [{"role": "user", "content": str(i)}], expected_head=head
+        ).head_message_id
+    with pytest.raises(ctxstore.ConflictError):
+        _append_as(sync_store, "the-call", "once", first.head_message_id)
+    assert len(sync_store.load_branch("c1").messages) == 2 + RING
+
+
+def test_the_ring_holds_32_writes_whatever_the_chat_receives(sync_store: ctxstore.Store) -> None:
+    sync_store.upsert_chat("c1", "alice")
+    head = None
+    for i in range(3 * RING + 5):
+        head = sync_store.append(
+            "c1", "main", [{"role": "user", "content": str(i)}], expected_head=head
+        ).head_message_id
+    sync_store.add_usage("c1", {"input_tokens": 1})
+    keys = sync_store.state.keyspace.chat("c1")
+    ring = sync_store.client.hgetall(keys.key("reqs"))
+    assert len(ring) == RING
+    assert {int(slot) for slot in ring} == set(range(RING))
+    # the next write takes the slot after the usage call's: 3 * 32 + 5 appends, then one more
+    assert int(sync_store.client.hget(keys.key("chat"), "req_slot")) == (3 * RING + 6) % RING
+
+
+@pytest.mark.parametrize("request_id", ["with\ttab", "x" * 65, "ünïcode"])
+def test_a_malformed_request_id_is_refused_and_nothing_is_written(
+    sync_store: ctxstore.Store, request_id: str
+) -> None:
+    sync_store.upsert_chat("c1", "alice")
+    keys = sync_store.state.keyspace.chat("c1")
+    before = sync_store.client.hgetall(keys.key("chat"))
+    with pytest.raises(ctxstore.ValidationError):
+        _append_as(sync_store, request_id, "a", None)
+    assert sync_store.client.hgetall(keys.key("chat")) == before
+    assert sync_store.client.exists(keys.key("log"), keys.key("reqs")) == 0

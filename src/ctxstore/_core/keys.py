@@ -10,8 +10,8 @@
     <base>:{<chat>}:branch      HASH  branch name -> "head pos, head id, created_at, seq, length"
     <base>:{<chat>}:checkpoint  HASH  checkpoint name -> "pos, message id, created_at, seq"
     <base>:{<chat>}:summary     HASH  reserved for compaction summaries
-    <base>:{<chat>}:req         HASH  request id -> reply summary (resent writes), this minute
-    <base>:{<chat>}:req_old     HASH  the same, the minute before
+    <base>:{<chat>}:reqs        HASH  a ring of the last 32 writes' reply summaries (resent
+                                      writes): slot -> "<request id>\t<summary>"
     <base>:{<chat>}:tok         STRING 6 bytes per log position: flags (tool result) and the
                                       tokens of the chain from its root through that message
     <base>:{<chat>}:staging:<token>:<name>  an import's copy of key <name> while it is built
@@ -27,7 +27,7 @@
 
 ``<base>`` is ``<prefix>`` or ``<prefix>:<namespace>``, so a tenant's keys match the ACL pattern
 ``<prefix>:<namespace>:*``. One hash tag per chat puts every key a script touches in one Cluster
-slot; a chat is twelve keys whatever its length, so deleting it is one UNLINK and nothing ever
+slot; a chat is eleven keys whatever its length, so deleting it is one UNLINK and nothing ever
 needs SCAN. A message costs one list entry (its record: parent position, time, payload) and,
 only when the caller chose its id, one alias entry: generated ids are ``<position>.<incarnation>``
 and need no index. The indexes live in their own slots; on a single server the append script
@@ -54,8 +54,7 @@ CHAT_KEY_NAMES = (
     "branch",
     "checkpoint",
     "summary",
-    "req",
-    "req_old",
+    "reqs",
     "tok",
     "stream",
     "stream_state",
@@ -71,8 +70,7 @@ CHAT_KEY_TYPES: dict[str, str] = {
     "branch": "hash",
     "checkpoint": "hash",
     "summary": "zset",
-    "req": "hash",
-    "req_old": "hash",
+    "reqs": "hash",
     "tok": "string",
     "stream": "stream",
     "stream_state": "hash",

@@ -121,6 +121,17 @@ def _metadata(key: str, fields: dict[str, Any]) -> dict[str, Any]:
     return metadata
 
 
+#: Slots of a chat's request ring (``lua/lib/requests.lua``): ``req_slot`` is the next one.
+REQUEST_RING = 32
+
+
+def _request_slot(raw: Any, key: str, name: str) -> int:
+    slot = field_count(raw, key, name)
+    if slot >= REQUEST_RING:
+        raise corrupt(key, name, "not a slot of the request ring")
+    return slot
+
+
 #: Fields of the chat hash besides the identity (``user_id``, ``fmt``, ``inc``), the counters
 #: (``message_count``, ``branch_count``: checked against the records) and ``updated_at``: how
 #: each is checked when present.
@@ -128,7 +139,8 @@ _FIELD_CHECKS: dict[str, Callable[[Any, str, str], Any]] = {
     "created_at": field_count,
     "branch_seq": field_count,
     "checkpoint_seq": field_count,
-    "req_since": field_count,
+    "req_since": field_count,  # written by releases before the request ring; still checked
+    "req_slot": _request_slot,
     "title": field_text,
     "active_branch": field_text,
 }

@@ -255,7 +255,7 @@ def add_usage(
     """Add token counts (any provider's spelling) to the chat's counters; returns the totals."""
     chat = state.keyspace.chat(chat_id)
     counters = normalize_usage(usage)
-    args: list[Arg] = [*scope_args(user_id, incarnation), new_request_id(), state.clock()]
+    args: list[Arg] = [*scope_args(user_id, incarnation), new_request_id()]
     for name, value in counters.items():
         args += [USAGE_PREFIX + name, value]
     script = load_script("add_usage")

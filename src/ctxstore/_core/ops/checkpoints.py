@@ -110,7 +110,7 @@ def delete_checkpoint(
     deleted: bool = yield script_call(
         script,
         keys_for(script, chat),
-        (*scope_args(user_id, incarnation), name, new_request_id(), state.clock()),
+        (*scope_args(user_id, incarnation), name, new_request_id()),
         parse=bool,
         context=chat_context(chat_id),
         writes=lambda deleted: deleted,

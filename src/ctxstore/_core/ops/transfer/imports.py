@@ -477,7 +477,7 @@ class ChatImport:
         )
         meta: ChatMeta = yield script_call(
             script,
-            (*keys.select(script.key_names[:10]), *self._staging_keys()),
+            (*keys.select(script.key_names[:9]), *self._staging_keys()),
             (
                 header.user_id,
                 self._incarnation,
