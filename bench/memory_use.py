@@ -18,6 +18,11 @@ from targets import Target
 from workload import USER_ID, batches, mean_payload_bytes, messages
 
 SCENARIO = "memory_per_message"
+#: The same probe with one message per append: a burst of saves, each a write the resend
+#: ledger (the chat's request ring, its ``reqs`` key) remembers.
+SCENARIO_BURST = "memory_burst"
+#: The chat key that holds the resend ledger.
+LEDGER_KEY = "reqs"
 
 
 @dataclass(frozen=True)
@@ -32,20 +37,29 @@ class MemoryUse:
     bytes_per_message_used_memory: float
     ratio_keys_to_payload: float
     ratio_used_memory_to_payload: float
+    #: MEMORY USAGE per chat key (by its last name part: log, tok, reqs, ...).
+    bytes_by_key: dict[str, int]
+
+    @property
+    def ledger_bytes(self) -> int:
+        return self.bytes_by_key.get(LEDGER_KEY, 0)
+
+    @property
+    def ratio_keys_without_ledger(self) -> float:
+        return (self.key_bytes - self.ledger_bytes) / self.messages / self.payload_bytes
 
 
-def _key_bytes(stats: Any, chat_id: str) -> tuple[int, int]:
-    total = 0
-    keys = 0
+def _key_bytes(stats: Any, chat_id: str) -> dict[str, int]:
+    found: dict[str, int] = {}
     for key in stats.scan_iter(match=chat_key_pattern(chat_id), count=1_000):
-        total += int(stats.memory_usage(key, samples=0) or 0)
-        keys += 1
-    return keys, total
+        name = (key.decode() if isinstance(key, bytes) else str(key)).rsplit(":", 1)[-1]
+        found[name] = found.get(name, 0) + int(stats.memory_usage(key, samples=0) or 0)
+    return found
 
 
 def memory_per_message(target: Target, store: Any, count: int, batch: int) -> MemoryUse:
     """Store ``count`` 200-character messages in a new chat, ``batch`` per append."""
-    chat_id = "memory-probe"
+    chat_id = f"memory-probe-{batch}"
     with target.stats_client(chat_id) as stats:
         if stats is None:
             raise RuntimeError("the memory probe needs a Redis server")
@@ -59,7 +73,8 @@ def memory_per_message(target: Target, store: Any, count: int, batch: int) -> Me
         # counts in used_memory and still held the last large request.
         store.client.ping()
         after = used_memory(stats)
-        keys, key_bytes = _key_bytes(stats, chat_id)
+        by_key = _key_bytes(stats, chat_id)
+        keys, key_bytes = len(by_key), sum(by_key.values())
     payload = mean_payload_bytes(messages(count))
     delta = after - before
     return MemoryUse(
@@ -73,4 +88,5 @@ def memory_per_message(target: Target, store: Any, count: int, batch: int) -> Me
         bytes_per_message_used_memory=delta / count,
         ratio_keys_to_payload=key_bytes / count / payload,
         ratio_used_memory_to_payload=delta / count / payload,
+        bytes_by_key=by_key,
     )

@@ -24,18 +24,21 @@ from long_context import SCENARIO as LONG_CONTEXT
 from longest_call import SCENARIO as LONGEST
 from longest_call import longest_calls
 from memory_use import SCENARIO as MEMORY
+from memory_use import SCENARIO_BURST as MEMORY_BURST
 from memory_use import memory_per_message
 from peer_runs import SCENARIO as PEERS
 from peer_runs import run_peers
 from pinning import pin_to_one_cpu
 from plots import draw, matplotlib_missing
 from reads import COLD, WARM, read_rows
+from redis_time import SCENARIO as REDIS_TIME
+from redis_time import redis_time
 from report import render_text, write_markdown
 from results import Results, Skipped, write_json
 from saves import SCENARIO as SAVE
 from saves import save_rows
 from scale import FULL, QUICK, SMOKE, Scale
-from startup import SCENARIO_FIRST_SAVE, SCENARIO_IMPORT, startup
+from startup import SCENARIO_FIRST_READ, SCENARIO_FIRST_SAVE, SCENARIO_IMPORT, first_read, startup
 from stores import open_store
 from targets import Target
 from workload import messages
@@ -52,10 +55,13 @@ SCENARIOS = (
     LONGEST,
     WRITERS,
     MEMORY,
+    MEMORY_BURST,
+    REDIS_TIME,
     LONG_CONTEXT,
     COMPACTION,
     SCENARIO_IMPORT,
     SCENARIO_FIRST_SAVE,
+    SCENARIO_FIRST_READ,
     "cluster",
     "embedded",
     PEERS,
@@ -157,6 +163,14 @@ def standalone(results: Results, url: str, scale: Scale, stages: Stages, peers: 
             "Redis memory per message",
             lambda: memory_per_message(target, store, scale.memory_messages, scale.memory_batch),
         )
+        found[MEMORY_BURST] = stages.run(
+            "Redis memory after a burst of one-message saves",
+            lambda: memory_per_message(target, store, scale.memory_messages, 1),
+        )
+        found[REDIS_TIME] = stages.run(
+            "Redis time per save and per read (commandstats A/B)",
+            lambda: redis_time(url, scale.side_length, scale.redis_time_blocks, 200),
+        )
         found[LONG_CONTEXT], found[COMPACTION] = stages.run(
             "token windows, counting at save, compaction",
             lambda: long_context(
@@ -170,6 +184,12 @@ def standalone(results: Results, url: str, scale: Scale, stages: Stages, peers: 
         found[SCENARIO_IMPORT], found[SCENARIO_FIRST_SAVE] = stages.run(
             "import time and first save in fresh interpreters",
             lambda: startup(url, scale.import_runs, messages(1)[0]["content"]),
+        )
+        found[SCENARIO_FIRST_READ] = stages.run(
+            "a fresh process's first read",
+            lambda: first_read(
+                url, store, scale.import_runs, scale.side_length, messages(1)[0]["content"]
+            ),
         )
         if peers:
             found[PEERS] = stages.run(

@@ -40,6 +40,8 @@ class Scale:
     memory_batch: int
     #: Fresh interpreters per command in the start-up probe.
     import_runs: int
+    #: Blocks per kind of the Redis-time A/B (bench/redis_time.py).
+    redis_time_blocks: int = 15
 
     def warmup(self, iterations: int) -> int:
         """Untimed calls before a timed loop: a tenth of it, at least three."""
@@ -82,6 +84,7 @@ QUICK = Scale(
     memory_messages=10_000,
     memory_batch=100,
     import_runs=5,
+    redis_time_blocks=5,
 )
 
 #: For the test suite: every scenario runs, at sizes that only prove it works.
@@ -102,4 +105,5 @@ SMOKE = Scale(
     memory_messages=1_000,
     memory_batch=100,
     import_runs=2,
+    redis_time_blocks=2,
 )

@@ -9,10 +9,12 @@ save is timed inside the child, from before ``import ctxstore`` to after the app
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
 from time import perf_counter_ns
+from typing import Any
 
 from results import Skipped
 from stores import NAMESPACE
@@ -20,6 +22,7 @@ from timing import Stat, summarize
 
 SCENARIO_IMPORT = "import_time"
 SCENARIO_FIRST_SAVE = "first_save"
+SCENARIO_FIRST_READ = "first_read"
 
 _FIRST_SAVE = """
 import sys, time
@@ -30,6 +33,26 @@ store = ctxstore.connect(sys.argv[1], namespace=sys.argv[2])
 store.upsert_chat(sys.argv[3], "bench-user")
 store.append(sys.argv[3], "main", [{"role": "user", "content": sys.argv[4]}], expected_head=None)
 print(imported - start, time.perf_counter_ns() - start)
+"""
+
+#: A fresh process's first read of a chain (the serverless cold path): timed from after the
+#: imports to after the read, so the ratio is of the work, not of the interpreter. ``store``:
+#: connect, server checks, script load, ``load_branch``; ``floor``: the same read by hand
+#: (a redis-py client, ``LRANGE`` of the log, ``msgpack.unpackb`` of each record).
+_FIRST_READ = """
+import sys, time
+import ctxstore, msgpack, redis
+ctxstore.connect, ctxstore.Store  # the store's modules load on first use: import time
+url, namespace, chat, kind = sys.argv[1:5]
+start = time.perf_counter_ns()
+if kind == "store":
+    store = ctxstore.connect(url, namespace=namespace)
+    count = len(store.load_branch(chat).messages)
+else:
+    client = redis.Redis.from_url(url)
+    key = "ctx:" + namespace + ":{" + chat + "}:log"
+    count = len([msgpack.unpackb(item) for item in client.lrange(key, 0, -1)])
+print(count, time.perf_counter_ns() - start)
 """
 
 COMMANDS = {
@@ -58,16 +81,62 @@ class FirstSave:
     ratio_total_to_import: float
 
 
+@dataclass(frozen=True)
+class FirstRead:
+    """A fresh process's first ``load_branch`` of ``length`` messages (connect included)
+    against connect + ``LRANGE`` + ``unpackb`` by hand, each in its own fresh process."""
+
+    runs: int
+    length: int
+    store: Stat
+    floor: Stat
+    ratio: float
+
+
+def _child_env() -> dict[str, str]:
+    """The children run as deployed: from cached bytecode (a machine that sets
+    PYTHONDONTWRITEBYTECODE would have every child compile every module it imports)."""
+    return {name: value for name, value in os.environ.items() if name != "PYTHONDONTWRITEBYTECODE"}
+
+
+def _first_read_ns(url: str, chat: str, kind: str, length: int) -> int:
+    arguments = [sys.executable, "-c", _FIRST_READ, url, NAMESPACE, chat, kind]
+    done = subprocess.run(arguments, check=True, capture_output=True, text=True, env=_child_env())
+    count, elapsed = done.stdout.strip().splitlines()[-1].split()
+    if int(count) != length:
+        raise RuntimeError(f"the {kind} read found {count} messages, not {length}")
+    return int(elapsed)
+
+
+def first_read(url: str, store: Any, runs: int, length: int, text: str) -> FirstRead:
+    """``runs`` rounds of (store read, floor read) in fresh processes, alternating order."""
+    chat = f"first-read-{length}"
+    store.upsert_chat(chat, "bench-user")
+    head = None
+    for start in range(0, length, 500):
+        batch = [{"role": "user", "content": text}] * min(500, length - start)
+        head = store.append(chat, "main", batch, expected_head=head).head_message_id
+    samples: dict[str, list[int]] = {"store": [], "floor": []}
+    _first_read_ns(url, chat, "store", length)  # bytecode written, OS file cache warm
+    for run in range(runs):
+        for kind in ("store", "floor") if run % 2 == 0 else ("floor", "store"):
+            samples[kind].append(_first_read_ns(url, chat, kind, length))
+    store_stat, floor_stat = summarize(samples["store"]), summarize(samples["floor"])
+    return FirstRead(
+        runs, length, store_stat, floor_stat, store_stat.median_us / floor_stat.median_us
+    )
+
+
 def _wall_ns(arguments: list[str]) -> int:
     start = perf_counter_ns()
-    subprocess.run(arguments, check=True, stdout=subprocess.DEVNULL)
+    subprocess.run(arguments, check=True, stdout=subprocess.DEVNULL, env=_child_env())
     return perf_counter_ns() - start
 
 
 def _first_save_ns(url: str, run: int, text: str) -> tuple[int, int]:
     """(import ns, total ns) as the child measured them."""
     arguments = [sys.executable, "-c", _FIRST_SAVE, url, NAMESPACE, f"first-save-{run}", text]
-    done = subprocess.run(arguments, check=True, capture_output=True, text=True)
+    done = subprocess.run(arguments, check=True, capture_output=True, text=True, env=_child_env())
     imported, total = done.stdout.strip().splitlines()[-1].split()
     return int(imported), int(total)
 

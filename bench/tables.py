@@ -13,8 +13,9 @@ from typing import Any
 from integrity import Integrity
 from longest_call import LongestCall
 from memory_use import MemoryUse
+from redis_time import RedisTime
 from results import Results, Skipped, Timed
-from startup import FirstSave, ImportTime
+from startup import FirstRead, FirstSave, ImportTime
 from writers import Throughput, WriterResults
 
 
@@ -150,6 +151,7 @@ def writers_table(found: WriterResults) -> Table:
         by_count.setdefault(item.writers, {})[item.shared_chat] = item
     headers = [
         *("writers", "own chats appends/s", "one chat appends/s", "one/own"),
+        *("Redis CPU µs/append (own)", "(one)"),
         *("rebased", "lost/dup/orphan/extra (own)", "lost/dup/orphan/extra (one)"),
     ]
     rows = []
@@ -161,6 +163,8 @@ def writers_table(found: WriterResults) -> Table:
                 f"{own.appends_per_s:,.0f}",
                 f"{one.appends_per_s:,.0f}",
                 times(found.ratio_one_chat_to_own[writers]),
+                f"{own.redis_cpu_us_per_append:.1f}",
+                f"{one.redis_cpu_us_per_append:.1f}",
                 f"{one.rebased:,}",
                 _integrity(own.integrity),
                 _integrity(one.integrity),
@@ -214,6 +218,21 @@ def memory_table(found: MemoryUse) -> Table:
             f"{found.bytes_per_message_used_memory:,.0f}",
             times(found.ratio_used_memory_to_payload),
         ],
+        *(
+            [
+                f"  of it: {name}",
+                f"{size:,}",
+                f"{size / found.messages:,.1f}",
+                times(size / found.messages / found.payload_bytes),
+            ]
+            for name, size in sorted(found.bytes_by_key.items(), key=lambda item: -item[1])
+        ),
+        [
+            "chat keys without the resend ledger (reqs)",
+            f"{found.key_bytes - found.ledger_bytes:,}",
+            f"{(found.key_bytes - found.ledger_bytes) / found.messages:,.0f}",
+            times(found.ratio_keys_without_ledger),
+        ],
         ["msgpack payload (mean)", "-", f"{found.payload_bytes:,.1f}", "1.00x"],
     ]
     return Table(
@@ -221,6 +240,54 @@ def memory_table(found: MemoryUse) -> Table:
         headers,
         rows,
     )
+
+
+def redis_time_table(found: RedisTime | Skipped) -> Table:
+    title = "Redis time per call (INFO commandstats, A/B blocks on one server)"
+    if isinstance(found, Skipped):
+        return Table(title, [], [], [f"skipped: {found.reason}"])
+    headers = ["call", "Redis µs/call (median of blocks)", "ratio"]
+    rows = [
+        ["store.append of 1 message", f"{found.append_us:.1f}", "-"],
+        [
+            "floor script (same writes, no checks)",
+            f"{found.floor_us:.1f}",
+            f"append {times(found.append_x_floor)}",
+        ],
+        [
+            "command floor (append's commands, no Lua)",
+            f"{found.command_floor_us:.1f}",
+            f"append {times(found.append_x_command_floor)}",
+        ],
+        ["store.load_branch of 1,000, cold", f"{found.read_us:.1f}", "-"],
+        ["LRANGE of the same log", f"{found.lrange_us:.1f}", f"read {times(found.read_x_lrange)}"],
+    ]
+    notes = [
+        f"chain of {found.length:,}; {found.blocks} blocks of {found.per_block} saves"
+        f" (reads: {found.per_block // 10}) per kind, rotating; see bench/redis_time.py"
+    ]
+    return Table(title, headers, rows, notes)
+
+
+def first_read_table(found: FirstRead) -> Table:
+    headers = ["fresh process, from after its imports", "runs", "median ms", "p90 ms", "ratio"]
+    rows = [
+        [
+            f"ctxstore.connect + load_branch of {found.length:,}",
+            str(found.runs),
+            f"{found.store.median_us / 1_000:,.2f}",
+            f"{found.store.p90_us / 1_000:,.2f}",
+            times(found.ratio),
+        ],
+        [
+            "redis-py connect + LRANGE + unpackb (by hand)",
+            str(found.runs),
+            f"{found.floor.median_us / 1_000:,.2f}",
+            f"{found.floor.p90_us / 1_000:,.2f}",
+            "1.00x",
+        ],
+    ]
+    return Table("A fresh process's first read (the serverless cold path)", headers, rows)
 
 
 def startup_tables(imports: ImportTime, first: FirstSave | Skipped) -> list[Table]:
@@ -304,9 +371,12 @@ def all_tables(results: Results) -> list[Table]:
         longest_table(scenarios["longest_call"]),
         writers_table(scenarios["writers"]),
         memory_table(scenarios["memory_per_message"]),
+        memory_table(scenarios["memory_burst"]),
+        redis_time_table(scenarios["redis_time"]),
         long_context_table(results.rows("long_context")),
         compaction_table(scenarios.get("compaction", Skipped("not run"))),
         *startup_tables(scenarios["import_time"], scenarios["first_save"]),
+        first_read_table(scenarios["first_read"]),
         *side_tables(results, "cluster", "3-master cluster"),
         *side_tables(results, "embedded", "Embedded store (memory://)"),
     ]

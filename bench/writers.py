@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from multiprocessing.connection import Connection
 from typing import Any
 
+import redis
+
 from integrity import EMPTY, Integrity, check_chat
 from pinning import original_cpus, unpin
 from stores import forget, open_store
@@ -123,6 +125,9 @@ class Run:
     appends_per_s: float
     rebased: int
     integrity: Integrity
+    #: The server's CPU time (user + system, INFO cpu) over the run, per acknowledged append:
+    #: what one save costs the shard every worker shares.
+    redis_cpu_us_per_append: float
 
 
 @dataclass(frozen=True)
@@ -136,6 +141,7 @@ class Throughput:
     appends_per_s: float
     rebased: int
     integrity: Integrity
+    redis_cpu_us_per_append: float
 
 
 @dataclass(frozen=True)
@@ -151,13 +157,23 @@ class WriterResults:
     all_intact: bool
 
 
-def _round(store: Any, pool: WriterPool, writers: int, shared: bool, count: int, label: str) -> Run:
+def _server_cpu_us(stats: Any) -> float:
+    """The server's CPU time so far (user and system, its main thread and the rest)."""
+    cpu = stats.info("cpu")
+    return (float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])) * 1e6
+
+
+def _round(
+    store: Any, stats: Any, pool: WriterPool, writers: int, shared: bool, count: int, label: str
+) -> Run:
     chats = [f"{label}-{index}" for index in range(1 if shared else writers)]
     for chat_id in chats:
         store.upsert_chat(chat_id, USER_ID)
     start = time.monotonic_ns() + START_DELAY_NS
     jobs = [Job(chats[0 if shared else index], index, count, start) for index in range(writers)]
+    cpu_before = _server_cpu_us(stats)
     done = pool.run(jobs)
+    cpu_spent = _server_cpu_us(stats) - cpu_before
     seconds = (max(item.end_ns for item in done) - start) / 1e9
     appends = sum(len(item.acknowledged) for item in done)
     integrity = EMPTY
@@ -176,6 +192,7 @@ def _round(store: Any, pool: WriterPool, writers: int, shared: bool, count: int,
         appends_per_s=appends / seconds,
         rebased=sum(item.rebased for item in done),
         integrity=integrity,
+        redis_cpu_us_per_append=cpu_spent / max(1, appends),
     )
 
 
@@ -190,6 +207,7 @@ def _summary(writers: int, shared: bool, runs: list[Run]) -> Throughput:
         appends_per_s=statistics.median(run.appends_per_s for run in runs),
         rebased=sum(run.rebased for run in runs),
         integrity=integrity,
+        redis_cpu_us_per_append=statistics.median(run.redis_cpu_us_per_append for run in runs),
     )
 
 
@@ -201,20 +219,22 @@ def throughput(url: str, counts: tuple[int, ...], per_writer: int, repeats: int)
     layouts of a writer count run back to back, in alternating order.
     """
     store = open_store(url, cold=True)
+    stats = redis.Redis.from_url(url)
     pool = WriterPool(url, max(counts))
     runs: dict[tuple[int, bool], list[Run]] = {}
     try:
-        _round(store, pool, max(counts), shared=False, count=3, label="writers-warmup")
+        _round(store, stats, pool, max(counts), shared=False, count=3, label="writers-warmup")
         for repeat in range(repeats):
             for writers in counts:
                 for shared in (False, True) if repeat % 2 == 0 else (True, False):
                     label = f"writers-{writers}-{'shared' if shared else 'own'}-{repeat}"
                     runs.setdefault((writers, shared), []).append(
-                        _round(store, pool, writers, shared, per_writer, label)
+                        _round(store, stats, pool, writers, shared, per_writer, label)
                     )
     finally:
         pool.close()
         store.close()
+        stats.close()
     found = [_summary(writers, shared, items) for (writers, shared), items in runs.items()]
     paired = {
         n: statistics.median(
