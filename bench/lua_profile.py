@@ -2,10 +2,11 @@
 
 Each variant is lua/append.lua's full source (library included) with an early return inserted
 at one point of its body; a variant that returns before the writes changes nothing, so it runs
-again and again with the very arguments of one real save (built by the store's own append
-operation). The time per call of each variant comes from ``INFO commandstats``, in blocks that
-rotate, on a private redis-server; the differences between consecutive variants are what each
-phase costs. The last row is the whole script (a real save each call).
+again and again on the same head, each call with the arguments of a new save (built by the
+store's own append operation: new tags, a new request id, as a real save sends). The time
+per call of each variant comes from ``INFO commandstats``, in blocks that rotate, on a private
+redis-server; the differences between consecutive variants are what each phase costs. The
+last row is the whole script (a real save each call).
 
 ``python bench/lua_profile.py [--blocks N] [--per-block K] [--length L]``
 """
@@ -103,6 +104,7 @@ def main() -> None:
                             expected_head=head,
                         ).head_message_id
                     else:
+                        keys, argv = one_call()
                         plain.evalsha(shas[index], len(keys), *keys, *argv)
                 if index == len(shas) - 1:
                     keys, argv = one_call()

@@ -6,8 +6,12 @@ A save (``store.append`` of one 200-character message at chain length L) is set 
 * the **floor** script: the same writes with no checks (``HMGET`` chat, ``HGET`` branch,
   ``LLEN``, ``RPUSH``, three ``HSET``, two ``ZADD``), the 9-command script the issue names;
 * the **command floor**: every command the append script runs for such a save (the reads its
-  checks need: the head's record, the token entry before it; the ring slot of its request id)
-  with none of its Lua: what the commands alone cost, so the difference is the script's logic.
+  checks need: the head's record, the token entry before it) with none of its Lua, called with
+  arguments of the append's shape (12 keys, 5 arguments, new bytes each call): what the
+  commands alone cost;
+* the **script floor**: the command floor run after the library definitions the append script
+  carries (every EVALSHA runs a script's whole text, so its helpers are defined on each call):
+  what a script of that size costs before any of its logic, so the difference is the logic.
 
 A read (``store.load_branch`` of the chain, cold: the process cache cleared) is set against an
 ``LRANGE`` of the same log.
@@ -22,9 +26,10 @@ Scripts are told apart by block, not by name (all run as EVALSHA).
 from __future__ import annotations
 
 import argparse
+import secrets
 import statistics
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -34,8 +39,15 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ctxstore
+from ctxstore._core.scripts import load_script, script_dir
 
 from redis_info import command_stats
+
+
+def _append_body() -> str:
+    """lua/append.lua as written (the loaded source is the library's definitions, then it)."""
+    return (script_dir() / "append.lua").read_text(encoding="utf-8")
+
 
 SCENARIO = "redis_time"
 
@@ -53,24 +65,27 @@ return length
 """
 
 #: The commands lua/append.lua runs for a one-message save onto the head (no title, no
-#: compaction threshold, no retention), in its order, with no checks.
+#: compaction threshold, no retention), in its order, with no checks. Its KEYS and ARGV have
+#: the append's shape: chat, log, alias, runs, branch, reqs, tok, summary, checkpoint, the two
+#: indexes, the job stream; the call fields, the chosen ids, the token entry, the title, the
+#: record.
 COMMAND_FLOOR = """
 local chat = redis.call('HMGET', KEYS[1], 'user_id', 'fmt', 'inc', 'updated_at',
                         'message_count', 'req_slot', 'cjob', 'ttl', 'active_branch', 'title')
-local head = redis.call('HGET', KEYS[2], 'main')
-local record = redis.call('LINDEX', KEYS[3], -1)
-local length = redis.call('LLEN', KEYS[3])
+local head = redis.call('HGET', KEYS[5], 'main')
+local record = redis.call('LINDEX', KEYS[2], -1)
+local length = redis.call('LLEN', KEYS[2])
 local tokens = redis.call('STRLEN', KEYS[7])
 local entry = redis.call('GETRANGE', KEYS[7], tokens - 6, tokens - 1)
-redis.call('APPEND', KEYS[7], ARGV[5])
-redis.call('RPUSH', KEYS[3], ARGV[1])
-redis.call('HSET', KEYS[2], 'main', ARGV[2])
-redis.call('HSET', KEYS[8], ARGV[6], ARGV[4])
-redis.call('HSET', KEYS[1], 'message_count', length + 1, 'updated_at', ARGV[3], 'req_slot',
-           ARGV[6])
-redis.call('ZADD', KEYS[5], ARGV[3], ARGV[4])
-redis.call('ZADD', KEYS[6], ARGV[3], ARGV[4])
-return {'main', length, {}, 0, '', {}, ARGV[3], 'alice', 1, 'inc', -1, '', 0, length}
+redis.call('APPEND', KEYS[7], ARGV[3])
+redis.call('RPUSH', KEYS[2], ARGV[5])
+redis.call('HSET', KEYS[5], 'main', ARGV[1])
+redis.call('HSET', KEYS[6], length % 32, ARGV[1])
+redis.call('HSET', KEYS[1], 'message_count', length + 1, 'updated_at', length, 'req_slot',
+           length % 32)
+redis.call('ZADD', KEYS[10], length, 'c')
+redis.call('ZADD', KEYS[11], length, 'c')
+return {'main', length, {}, 0, '', {}, length, 'alice', 1, 'inc', -1, '', 0, length}
 """
 
 
@@ -84,6 +99,7 @@ class RedisTime:
     append_us: float
     floor_us: float
     command_floor_us: float
+    script_floor_us: float
     read_us: float
     lrange_us: float
 
@@ -96,6 +112,14 @@ class RedisTime:
         return self.append_us / self.command_floor_us
 
     @property
+    def append_x_script_floor(self) -> float:
+        return self.append_us / self.script_floor_us
+
+    @property
+    def script_floor_x_floor(self) -> float:
+        return self.script_floor_us / self.floor_us
+
+    @property
     def read_x_lrange(self) -> float:
         return self.read_us / self.lrange_us
 
@@ -104,6 +128,8 @@ class RedisTime:
             **asdict(self),
             "append_x_floor": self.append_x_floor,
             "append_x_command_floor": self.append_x_command_floor,
+            "append_x_script_floor": self.append_x_script_floor,
+            "script_floor_x_floor": self.script_floor_x_floor,
             "read_x_lrange": self.read_x_lrange,
         }
 
@@ -117,31 +143,81 @@ def _per_call(stats: Any, block: Callable[[], None]) -> float:
     return spent.server_usec() / max(1, calls)
 
 
+def _chat(store: Any, chat_id: str, length: int, text: str) -> str:
+    """A chat of ``length`` messages; its head."""
+    store.upsert_chat(chat_id, "alice")
+    head = None
+    for start in range(0, length, 500):
+        batch = [{"role": "user", "content": text}] * min(500, length - start)
+        head = store.append(chat_id, "main", batch, expected_head=head).head_message_id
+    assert head is not None
+    return head
+
+
+#: The floor script's keys, and keys of the append's shape for the command and script floors
+#: (all in one slot; none is a chat's).
+FLOOR_KEYS = ["{f}chat", "{f}branch", "{f}log", "{f}req", "{f}idx1", "{f}idx2"]
+SHAPED_KEYS = [
+    f"{{f}}{name}" for name in ("chat", "log", "alias", "runs", "branch", "reqs", "tok", "summary")
+] + ["{f}checkpoint", "{f}idx1", "{f}idx2", "{f}jobs"]
+RECORD = b"r" * 230
+
+
+def _floor_calls(script: Any, per_block: int, serial: Iterator[int]) -> Callable[[], None]:
+    def run() -> None:
+        for _ in range(per_block):
+            n = next(serial)
+            script(keys=FLOOR_KEYS, args=[RECORD, f"{n}", 1_800_000_000_000 + n, f"r{n}"])
+
+    return run
+
+
+def _shaped_calls(script: Any, per_block: int, serial: Iterator[int]) -> Callable[[], None]:
+    """Calls with arguments of an append's shape and sizes, new bytes each call (as a save
+    sends: new tags, a new request id)."""
+
+    def run() -> None:
+        for _ in range(per_block):
+            n = next(serial)
+            fields = "\t".join(
+                [
+                    *("alice", "", "main", f"{n}.abcdefghijklm.abcdef", "raise", "raise"),
+                    *(str(1_800_000_000_000 + n), secrets.token_urlsafe(12), "c", "alice"),
+                    *("", "", "", str(n)),
+                ]
+            )
+            args = [fields, "", b"\x00" * 6, "", secrets.token_bytes(8) + RECORD]
+            script(keys=SHAPED_KEYS, args=args)
+
+    return run
+
+
+def _floors(plain: Any, length: int, per_block: int) -> list[tuple[str, Callable[[], None]]]:
+    """The three floors' blocks, their keys filled like a chat of ``length`` messages."""
+    plain.rpush("{f}log", *([RECORD] * length))
+    plain.set("{f}tok", b"\x00" * (6 * length))
+    plain.hset("{f}chat", mapping={"user_id": "alice", "fmt": "2", "inc": "i", "updated_at": 1})
+    library = load_script("append").source.removesuffix(_append_body())
+    serial = iter(range(10**9))
+    return [
+        ("floor", _floor_calls(plain.register_script(FLOOR), per_block, serial)),
+        ("command_floor", _shaped_calls(plain.register_script(COMMAND_FLOOR), per_block, serial)),
+        (
+            "script_floor",
+            _shaped_calls(plain.register_script(library + COMMAND_FLOOR), per_block, serial),
+        ),
+    ]
+
+
 def redis_time(url: str, length: int, blocks: int, per_block: int) -> RedisTime:
     """Run the A/B on the server at ``url`` (a private one: commandstats are server-wide)."""
     store = ctxstore.connect(url, namespace="rt")
     plain = redis.Redis.from_url(url)
     stats = redis.Redis.from_url(url)
     text = "x" * 200
-    store.upsert_chat("c", "alice")
-    head = None
-    for start in range(0, length, 500):
-        batch = [{"role": "user", "content": text}] * min(500, length - start)
-        head = store.append("c", "main", batch, expected_head=head).head_message_id
-    store.upsert_chat("r", "alice")
-    reader_head = None
-    for _ in range(2):
-        batch = [{"role": "user", "content": text}] * 500
-        reader_head = store.append("r", "main", batch, expected_head=reader_head).head_message_id
+    head = _chat(store, "c", length, text)
+    _chat(store, "r", 1000, text)
     read_log = store.state.keyspace.chat("r").key("log")
-    floor = plain.register_script(FLOOR)
-    command_floor = plain.register_script(COMMAND_FLOOR)
-    keys = ["{f}chat", "{f}branch", "{f}log", "{f}req", "{f}idx1", "{f}idx2", "{f}tok", "{f}reqs"]
-    record = b"r" * 230
-    plain.rpush("{f}log", *([record] * length))
-    plain.set("{f}tok", b"\x00" * (6 * length))
-    plain.hset("{f}chat", mapping={"user_id": "alice", "fmt": "2", "inc": "i", "updated_at": 1})
-    serial = iter(range(10**9))
 
     def appends() -> None:
         nonlocal head
@@ -149,17 +225,6 @@ def redis_time(url: str, length: int, blocks: int, per_block: int) -> RedisTime:
             head = store.append(
                 "c", "main", [{"role": "user", "content": text}], expected_head=head
             ).head_message_id
-
-    def floors(script: Any) -> Callable[[], None]:
-        def run() -> None:
-            for _ in range(per_block):
-                n = next(serial)
-                script(
-                    keys=keys,
-                    args=[record, f"{n}", 1_800_000_000_000 + n, f"r{n}", b"\x00" * 6, n % 32],
-                )
-
-        return run
 
     def reads() -> None:
         for _ in range(per_block // 10):
@@ -170,16 +235,10 @@ def redis_time(url: str, length: int, blocks: int, per_block: int) -> RedisTime:
         for _ in range(per_block // 10):
             plain.lrange(read_log, 0, -1)
 
-    kinds: list[tuple[str, Callable[[], None]]] = [
-        ("append", appends),
-        ("floor", floors(floor)),
-        ("command_floor", floors(command_floor)),
-        ("read", reads),
-        ("lrange", lranges),
-    ]
-    appends()  # scripts loaded, caches warm
-    floors(floor)()
-    floors(command_floor)()
+    kinds = [("append", appends), *_floors(plain, length, per_block)]
+    kinds += [("read", reads), ("lrange", lranges)]
+    for _, run in kinds[:4]:
+        run()  # scripts loaded, caches warm
     samples: dict[str, list[float]] = {name: [] for name, _ in kinds}
     for block in range(blocks):
         rotated = kinds[block % len(kinds) :] + kinds[: block % len(kinds)]
@@ -196,6 +255,7 @@ def redis_time(url: str, length: int, blocks: int, per_block: int) -> RedisTime:
         append_us=median["append"],
         floor_us=median["floor"],
         command_floor_us=median["command_floor"],
+        script_floor_us=median["script_floor"],
         read_us=median["read"],
         lrange_us=median["lrange"],
     )
@@ -211,6 +271,9 @@ def describe(result: RedisTime) -> str:
             f" -> {result.append_x_floor:.2f}x",
             f"  command floor (the script's commands, no Lua): {result.command_floor_us:.1f} us"
             f" -> {result.append_x_command_floor:.2f}x",
+            f"  script floor (the same after the library's definitions):"
+            f" {result.script_floor_us:.1f} us -> {result.append_x_script_floor:.2f}x;"
+            f" itself {result.script_floor_x_floor:.2f}x the floor",
             f"  cold load_branch of 1,000: {result.read_us:.1f} us;"
             f" LRANGE of the same log {result.lrange_us:.1f} us -> {result.read_x_lrange:.2f}x",
         ]

@@ -22,6 +22,9 @@ return run(function()
   local ttl = chat_ttl(KEYS[1], fields[2])
   local prior = recall_request(KEYS[3], request_argument(ARGV[4]))
   if prior then
+    if prior ~= '0' and prior ~= '1' then
+      corrupt(KEYS[3], ARGV[4], 'not the summary of a checkpoint deletion')
+    end
     return tonumber(prior)
   end
   check_fence(KEYS[1], fence)

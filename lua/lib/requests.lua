@@ -32,26 +32,25 @@ local function request_slot(chat_key, raw)
 end
 
 -- The summary a write with this request id left, or nil. Only a call that could be a resend
--- asks (the scripts tell from the head or the ids), so the usual write reads none of the ring;
--- every slot read is checked.
+-- asks (append tells from its head or ids; the other writes always ask), and a writer whose
+-- head moved (many writers on one chat) asks on every save, so the lookup is one HVALS and a
+-- plain prefix search per slot. The slot it relies on is checked; the others are not read
+-- further (they are checked when a resend finds them).
 local function recall_request(reqs_key, request)
   if request == '' then
     return nil
   end
-  local found = nil
-  local flat = redis.call('HGETALL', reqs_key)
-  for i = 1, #flat, 2 do
-    local slot, entry = flat[i], flat[i + 1]
-    local id, summary = string.match(entry, '^([%w_%-]+)\t(.*)$')
-    local n = tonumber(string.match(slot, '^%d%d?$') or '')
-    if not id or not n or n >= REQUEST_RING or not is_utf8(summary) then
-      corrupt(reqs_key, slot, 'not a request summary')
-    end
-    if id == request then
-      found = summary
+  local prefix = request .. '\t'
+  for _, entry in ipairs(redis.call('HVALS', reqs_key)) do
+    if string.find(entry, prefix, 1, true) == 1 then
+      local summary = string.sub(entry, #prefix + 1)
+      if not is_utf8(summary) then
+        corrupt(reqs_key, request, 'not a request summary')
+      end
+      return summary
     end
   end
-  return found
+  return nil
 end
 
 -- Remembers a write's summary in the ring; returns the chat fields the write sets with its
