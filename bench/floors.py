@@ -31,6 +31,13 @@ from workload import messages, payload
 PING = "PING"
 RPUSH = "RPUSH 1 payload"
 LUA_APPEND = "Lua append floor"
+LUA_READ = "Lua read floor"
+
+#: The least a warm read does in its one round trip: a script reading the branch record and
+#: the newest record of the log (what another worker added), unpacked by the client.
+_READ_FLOOR_SCRIPT = """
+return {redis.call('HGET', KEYS[1], 'main'), redis.call('LRANGE', KEYS[2], -1, -1)}
+"""
 
 #: The append script's commands for one message on the common path, without its checks.
 _APPEND_FLOOR_SCRIPT = """
@@ -58,6 +65,10 @@ def lrange_unpack_name(length: int) -> str:
     return f"LRANGE {length:,} + unpackb"
 
 
+def lrange_messages_name(length: int) -> str:
+    return f"LRANGE {length:,} + messages"
+
+
 class Floors:
     """Floor calls on one client, next to one chat (same cluster node)."""
 
@@ -70,6 +81,8 @@ class Floors:
         self._append_keys = [f"bench-floor:{{{tag}}}:append:{index}" for index in range(12)]
         self._append_script = client.register_script(_APPEND_FLOOR_SCRIPT)
         self._appends = 0
+        self._read_keys = [f"bench-floor:{{{tag}}}:read:branch", self.list_key(1)]
+        self._read_script = client.register_script(_READ_FLOOR_SCRIPT)
 
     @property
     def is_cluster(self) -> bool:
@@ -113,6 +126,54 @@ class Floors:
         unpackb = msgpack.unpackb
         return lambda: [unpackb(item) for item in self.client.lrange(key, 0, -1)]
 
+    def lrange_messages(self, length: int) -> Callable[[], object]:
+        """``LRANGE`` of N records and what a read returns for each: the record unpacked and a
+        message dict (id, parent id, time, payload) built from it, as ``load_branch`` returns.
+        The least the API's shape costs over ``LRANGE`` + ``unpackb``."""
+        key = self.fill_records(length)
+        unpackb = msgpack.unpackb
+
+        def read() -> object:
+            out, parent = [], None
+            for position, item in enumerate(self.client.lrange(key, 0, -1)):
+                record = unpackb(item)
+                message_id = f"{position}.abcdefghijklm.{record[4]}"
+                out.append(
+                    {
+                        "id": message_id,
+                        "parent_id": parent,
+                        "created_at": record[1],
+                        "message": record[2],
+                    }
+                )
+                parent = message_id
+            return out
+
+        return read
+
+    def fill_records(self, length: int) -> str:
+        """A list of N message records as the log holds them ([parent, time, payload, None,
+        tag], msgpack), the same payloads as :meth:`fill_list`."""
+        key = f"bench-floor:{{{self.tag}}}:records:{length}"
+        self.client.delete(key)
+        for start in range(0, length, 1_000):
+            chunk = messages(min(1_000, length - start), start)
+            records = [
+                msgpack.packb([-2, 1_700_000_000_000, item, None, "abcdef"]) for item in chunk
+            ]
+            self.client.rpush(key, *records)
+        return key
+
+    def lua_read(self) -> object:
+        """The warm-read floor: one script, the branch record and the newest record."""
+        branch, newest = self._read_script(keys=self._read_keys)
+        return branch, [msgpack.unpackb(item) for item in newest]
+
+    def for_warm_read(self) -> dict[str, Callable[[], object]]:
+        self.client.hset(self._read_keys[0], "main", "0\t0.abcdefghijklm.abcdef\t1\t1\t1")
+        self.fill_list(1)
+        return {PING: self.ping, LUA_READ: self.lua_read}
+
     def for_write(self) -> dict[str, Callable[[], object]]:
         return {PING: self.ping, RPUSH: self.rpush, LUA_APPEND: self.lua_append}
 
@@ -120,6 +181,7 @@ class Floors:
         return {
             lrange_name(length): self.lrange(length),
             lrange_unpack_name(length): self.lrange_unpack(length),
+            lrange_messages_name(length): self.lrange_messages(length),
         }
 
     def cleanup(self) -> None:

@@ -121,7 +121,7 @@ def warm_read(
         floors = Floors(reader.client, chats.current.chat_id)
         loop = interleave(
             lambda: reader.load_branch(chats.current.chat_id),
-            {PING: floors.ping},
+            floors.for_warm_read(),
             iterations,
             warmup,
             before_each=lambda: chats.advance(writer),
@@ -147,7 +147,7 @@ def warm_resolve(
         floors = Floors(reader.client, chats.current.chat_id)
         loop = interleave(
             lambda: engines[chats.current.chat_id].resolve(),  # noqa: PLW0108 - chat moves
-            {PING: floors.ping},
+            floors.for_warm_read(),
             iterations,
             warmup,
             before_each=lambda: chats.advance(writer),

@@ -101,6 +101,7 @@ def cold_table(rows: Sequence[Timed], title: str = "Cold read of the branch") ->
         rows,
         [
             ("x LRANGE", _other_ratio(lambda row: f"LRANGE {row.length:,}")),
+            ("x LRANGE + messages", _other_ratio(lambda row: f"LRANGE {row.length:,} + messages")),
             ("redis µs/msg", _extra("redis_us_per_message")),
             ("scripts/call", _extra("scripts_per_call", 1)),
             ("cmds/call", _extra("commands_per_call", 0)),
@@ -111,7 +112,9 @@ def cold_table(rows: Sequence[Timed], title: str = "Cold read of the branch") ->
 def warm_table(
     rows: Sequence[Timed], title: str = "Warm read after another worker's append"
 ) -> Table:
-    return _timed_table(title, rows)
+    return _timed_table(
+        title, rows, [("x Lua read floor", _other_ratio(lambda _row: "Lua read floor"))]
+    )
 
 
 def longest_table(found: Sequence[LongestCall]) -> Table:
