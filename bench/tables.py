@@ -262,6 +262,12 @@ def redis_time_table(found: RedisTime | Skipped) -> Table:
             f"{found.command_floor_us:.1f}",
             f"append {times(found.append_x_command_floor)}",
         ],
+        [
+            "script floor (the same after the append's library definitions)",
+            f"{found.script_floor_us:.1f}",
+            f"append {times(found.append_x_script_floor)};"
+            f" itself {times(found.script_floor_x_floor)} the floor",
+        ],
         ["store.load_branch of 1,000, cold", f"{found.read_us:.1f}", "-"],
         ["LRANGE of the same log", f"{found.lrange_us:.1f}", f"read {times(found.read_x_lrange)}"],
     ]
