@@ -2,7 +2,8 @@
 
 The store suite runs on every combination of backend (the embedded store, a standalone
 redis-server, a 3-master Redis Cluster) and shell (sync, async), each test in a namespace of its
-own so tests never see each other's data.
+own so tests never see each other's data. ``CTXSTORE_TEST_SERVER=valkey`` runs the servers'
+part on Valkey instead (see tests/support/servers.py).
 """
 
 from __future__ import annotations
@@ -21,7 +22,12 @@ from tests.support.facade import LoopThread, SyncOverAsync
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-BACKENDS = ("memory", "redis", "cluster")
+#: The backends the store suite runs on: the embedded store, a standalone server, a Cluster.
+#: With CTXSTORE_TEST_SERVER=valkey the servers are Valkey's and the embedded store (which runs
+#: no server) is left to the default run.
+BACKENDS = (
+    ("memory", "redis", "cluster") if servers.server_kind() == "redis" else ("redis", "cluster")
+)
 
 
 @pytest.fixture(scope="session")
@@ -87,7 +93,12 @@ def clock() -> Clock:
     return Clock()
 
 
-@pytest.fixture(params=["sync", "async"])
+#: The shells the store fixture runs each test through. They share one logic core and send the
+#: same commands, so a Valkey run (what differs there is the server) takes the sync one only.
+SHELLS = ("sync", "async") if servers.server_kind() == "redis" else ("sync",)
+
+
+@pytest.fixture(params=SHELLS)
 def store(
     request: pytest.FixtureRequest,
     backend: str,

