@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import os
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -44,6 +45,53 @@ LIBRARY: tuple[str, ...] = (
     "retention",
     "streams",
 )
+
+#: Set (to anything but "" or "0") to load every script with a check, on each command it runs,
+#: that the keys the command touches are among the script's KEYS, and that the script has KEYS
+#: at all: what Redis Cluster, ElastiCache Serverless and other proxies require of a script,
+#: proved on every call of a test run (.ci/run sets it for the Valkey pass). A violation is a
+#: ``CTX_UNDECLARED`` error reply. Not for production: it costs a lookup per command.
+CHECK_KEYS_ENV = "CTXSTORE_CHECK_DECLARED_KEYS"
+
+#: The commands the scripts run whose keys are not just their first argument.
+_KEY_CHECK = """
+if #KEYS == 0 then
+  return redis.error_reply('CTX_UNDECLARED ' .. cjson.encode({reason = 'a script with no KEYS'}))
+end
+local ctx_declared = {}
+for _, key in ipairs(KEYS) do
+  ctx_declared[key] = true
+end
+local ctx_all_keys = {DEL = true, UNLINK = true, EXISTS = true}
+local function ctx_checked_call(command, ...)
+  local args = {...}
+  local upper = string.upper(command)
+  local last = 1
+  if ctx_all_keys[upper] then
+    last = #args
+  elseif upper == 'RENAME' then
+    last = 2
+  end
+  for i = 1, last do
+    if not ctx_declared[args[i]] then
+      error({ctx = 'CTX_UNDECLARED ' .. cjson.encode({command = upper, key = tostring(args[i]),
+                                                      reason = 'not one of the KEYS'})})
+    end
+  end
+  return redis.call(command, ...)
+end
+"""
+
+
+def with_key_check(source: str) -> str:
+    """``source`` with every ``redis.call`` checked against the script's KEYS (see
+    :data:`CHECK_KEYS_ENV`)."""
+    return _KEY_CHECK + source.replace("redis.call(", "ctx_checked_call(")
+
+
+def _checking_keys() -> bool:
+    return os.environ.get(CHECK_KEYS_ENV, "") not in ("", "0")
+
 
 _KEY_LINE = re.compile(r"^-- KEYS\[(\d+)\]\s+(\w+)(\s+optional:)?", re.MULTILINE)
 _ARG_LINE = re.compile(r"^-- ARGV\[(\d+)(?:\.\.)?\]\s+(\S+)", re.MULTILINE)
@@ -187,6 +235,8 @@ def load_script(name: str) -> LuaScript:
     body = (folder / f"{name}.lua").read_text(encoding="utf-8")
     key_names, arg_names, required = parse_contract(name, body)
     source = f"{needed_library(_library(folder), body)}\n{body}"
+    if _checking_keys():
+        source = with_key_check(source)
     sha = hashlib.sha1(source.encode("utf-8")).hexdigest()
     return LuaScript(name, source, sha, key_names, arg_names, required)
 
