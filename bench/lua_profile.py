@@ -27,6 +27,7 @@ from ctxstore._core.ops.append import append
 from ctxstore._core.scripts import load_script
 
 from redis_info import command_stats
+from workload import build_chat
 
 #: (phase, the line of lua/append.lua before which the variant returns)
 CUTS = [
@@ -68,11 +69,7 @@ def main() -> None:
         store = ctxstore.connect(server.url, namespace="lp")
         plain = redis.Redis.from_url(server.url)
         stats = redis.Redis.from_url(server.url)
-        store.upsert_chat("c", "alice")
-        head = None
-        for start in range(0, args.length, 500):
-            batch = [{"role": "user", "content": "x" * 200}] * min(500, args.length - start)
-            head = store.append("c", "main", batch, expected_head=head).head_message_id
+        head = build_chat(store, "c", args.length).head
         shas = []
         for _, source in variants():
             shas.append(plain.script_load(source))

@@ -42,6 +42,7 @@ import ctxstore
 from ctxstore._core.scripts import load_script, script_dir
 
 from redis_info import command_stats
+from workload import build_chat
 
 
 def _append_body() -> str:
@@ -143,17 +144,6 @@ def _per_call(stats: Any, block: Callable[[], None]) -> float:
     return spent.server_usec() / max(1, calls)
 
 
-def _chat(store: Any, chat_id: str, length: int, text: str) -> str:
-    """A chat of ``length`` messages; its head."""
-    store.upsert_chat(chat_id, "alice")
-    head = None
-    for start in range(0, length, 500):
-        batch = [{"role": "user", "content": text}] * min(500, length - start)
-        head = store.append(chat_id, "main", batch, expected_head=head).head_message_id
-    assert head is not None
-    return head
-
-
 #: The floor script's keys, and keys of the append's shape for the command and script floors
 #: (all in one slot; none is a chat's).
 FLOOR_KEYS = ["{f}chat", "{f}branch", "{f}log", "{f}req", "{f}idx1", "{f}idx2"]
@@ -215,8 +205,8 @@ def redis_time(url: str, length: int, blocks: int, per_block: int) -> RedisTime:
     plain = redis.Redis.from_url(url)
     stats = redis.Redis.from_url(url)
     text = "x" * 200
-    head = _chat(store, "c", length, text)
-    _chat(store, "r", 1000, text)
+    head = build_chat(store, "c", length).head
+    build_chat(store, "r", 1000)
     read_log = store.state.keyspace.chat("r").key("log")
 
     def appends() -> None:

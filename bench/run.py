@@ -187,9 +187,7 @@ def standalone(results: Results, url: str, scale: Scale, stages: Stages, peers: 
         )
         found[SCENARIO_FIRST_READ] = stages.run(
             "a fresh process's first read",
-            lambda: first_read(
-                url, store, scale.import_runs, scale.side_length, messages(1)[0]["content"]
-            ),
+            lambda: first_read(url, store, scale.import_runs, scale.side_length),
         )
         if peers:
             found[PEERS] = stages.run(

@@ -19,6 +19,7 @@ from typing import Any
 from results import Skipped
 from stores import NAMESPACE
 from timing import Stat, summarize
+from workload import build_chat
 
 SCENARIO_IMPORT = "import_time"
 SCENARIO_FIRST_SAVE = "first_save"
@@ -108,14 +109,9 @@ def _first_read_ns(url: str, chat: str, kind: str, length: int) -> int:
     return int(elapsed)
 
 
-def first_read(url: str, store: Any, runs: int, length: int, text: str) -> FirstRead:
+def first_read(url: str, store: Any, runs: int, length: int) -> FirstRead:
     """``runs`` rounds of (store read, floor read) in fresh processes, alternating order."""
-    chat = f"first-read-{length}"
-    store.upsert_chat(chat, "bench-user")
-    head = None
-    for start in range(0, length, 500):
-        batch = [{"role": "user", "content": text}] * min(500, length - start)
-        head = store.append(chat, "main", batch, expected_head=head).head_message_id
+    chat = build_chat(store, f"first-read-{length}", length).chat_id
     samples: dict[str, list[int]] = {"store": [], "floor": []}
     _first_read_ns(url, chat, "store", length)  # bytecode written, OS file cache warm
     for run in range(runs):

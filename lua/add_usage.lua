@@ -47,10 +47,7 @@ return run(function()
     reply[#reply + 1] = ARGV[i]
     reply[#reply + 1] = redis.call('HINCRBY', KEYS[1], ARGV[i], ARGV[i + 1])
   end
-  local remembered = remember_request(KEYS[2], ARGV[3], 'added', slot)
-  if #remembered > 0 then
-    redis.call('HSET', KEYS[1], unpack(remembered))
-  end
+  remember_in_chat(KEYS[1], KEYS[2], ARGV[3], 'added', slot)
   slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
                      KEYS[9]})
   return reply

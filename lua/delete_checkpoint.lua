@@ -29,10 +29,7 @@ return run(function()
   end
   check_fence(KEYS[1], fence)
   local deleted = redis.call('HDEL', KEYS[2], ARGV[3])
-  local remembered = remember_request(KEYS[3], ARGV[4], tostring(deleted), slot)
-  if #remembered > 0 then
-    redis.call('HSET', KEYS[1], unpack(remembered))
-  end
+  remember_in_chat(KEYS[1], KEYS[3], ARGV[4], tostring(deleted), slot)
   slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
                      KEYS[9]})
   return deleted

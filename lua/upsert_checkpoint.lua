@@ -32,10 +32,7 @@ return run(function()
   local seq = redis.call('HINCRBY', KEYS[1], 'checkpoint_seq', 1)
   local raw = pos .. '\t' .. ARGV[4] .. '\t' .. ARGV[5] .. '\t' .. seq
   redis.call('HSET', KEYS[4], ARGV[3], raw)
-  local remembered = remember_request(KEYS[5], ARGV[6], raw, slot)
-  if #remembered > 0 then
-    redis.call('HSET', KEYS[1], unpack(remembered))
-  end
+  remember_in_chat(KEYS[1], KEYS[5], ARGV[6], raw, slot)
   slide_expiry(ttl, {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8],
                      KEYS[9]})
   return raw

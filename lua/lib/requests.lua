@@ -62,3 +62,12 @@ local function remember_request(reqs_key, request, summary, slot)
   redis.call('HSET', reqs_key, slot, request .. '\t' .. summary)
   return {'req_slot', (slot + 1) % REQUEST_RING}
 end
+
+-- remember_request for a write that sets nothing else in the chat hash: the next slot is set
+-- here.
+local function remember_in_chat(chat_key, reqs_key, request, summary, slot)
+  local fields = remember_request(reqs_key, request, summary, slot)
+  if #fields > 0 then
+    redis.call('HSET', chat_key, unpack(fields))
+  end
+end

@@ -10,6 +10,7 @@ from unittest import mock
 import pytest
 
 import ctxstore
+from ctxstore._core.format.chat import REQUEST_RING
 from ctxstore._core.ops.transfer import imports
 from ctxstore._core.ops.transfer.imports import ChatImport
 from tests.support import servers
@@ -214,7 +215,7 @@ def _resume(operation: Any) -> Any:
 
 # --- the request ring: bounded per chat, recognized within it -------------------------------
 
-RING = 32
+RING = REQUEST_RING
 
 
 def _append_as(store: ctxstore.Store, request: str, text: str, head: str | None) -> Any:
