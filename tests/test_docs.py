@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from ctxstore.store.local import LocalServer, place_of
 from tests.support import pages, servers
 
 EXAMPLES = [
@@ -51,6 +52,23 @@ def test_examples_on_redis_use_a_namespace_of_their_own() -> None:
 
 @pytest.mark.parametrize("block", EXAMPLES)
 def test_example_runs(
+    block: pages.Block,
+    redis_server: servers.RedisProcess,
+    monkeypatch: pytest.MonkeyPatch,
+    namespace: str,
+    tmp_path: Path,
+) -> None:
+    """Each example runs in a folder of its own: a local:// example's directory lands there,
+    and its server is stopped afterwards."""
+    monkeypatch.chdir(tmp_path)
+    try:
+        _run_example(block, redis_server, monkeypatch, namespace)
+    finally:
+        for lock in tmp_path.glob("**/server.lock"):
+            LocalServer(place_of(str(lock.parent), create=False)).stop()
+
+
+def _run_example(
     block: pages.Block,
     redis_server: servers.RedisProcess,
     monkeypatch: pytest.MonkeyPatch,

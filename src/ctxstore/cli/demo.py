@@ -1,5 +1,10 @@
 """``ctxstore demo``: a scripted conversation on the embedded store. No server, no API key.
 
+``ctxstore --url local://./ctxdata demo`` runs it on a store that outlives the process instead
+(a second command, ``ctxstore --url local://./ctxdata tree lisbon-trip``, reads it back); a
+store that already holds the demo's chat gets it under the next free id (``lisbon-trip-2``...),
+so the demo never writes into an existing chat.
+
 It walks through what a chat backend does with the engine: save turns, rewind to retry an
 answer, ask a "by the way" question on a side branch, checkpoint and restore, edit an earlier
 message, and finally prints the chat's tree. The "model" is a scripted function, so the demo
@@ -13,6 +18,7 @@ from collections.abc import Callable
 import ctxstore
 from ctxstore import ContextEngine, assistant, hint, role, user
 from ctxstore.cli.tree import visualize_graph
+from ctxstore.errors import ChatNotFoundError
 
 REPLIES = {
     "Plan a weekend in Lisbon.": "Day 1: Alfama and the castle. Day 2: Belem and pasteis.",
@@ -40,9 +46,31 @@ def turn(engine: ContextEngine, question: str, say: Callable[[str], None]) -> No
     say(f"  [{engine.branch}] assistant: {answer}")
 
 
-def run_demo(say: Callable[[str], None]) -> None:
-    store = ctxstore.connect("memory://")
-    engine = ContextEngine(store=store, chat_id="lisbon-trip", user_id="alice")
+def free_chat_id(store: ctxstore.Store, base: str) -> str:
+    """``base``, or ``base-2``, ``base-3``... the first id the store does not hold."""
+    candidate, number = base, 1
+    while True:
+        try:
+            store.get_chat(candidate)
+        except ChatNotFoundError:
+            return candidate
+        number += 1
+        candidate = f"{base}-{number}"
+
+
+def run_demo(say: Callable[[str], None], url: str = "memory://") -> str:
+    """Run the demo on the store at ``url``; returns the chat id it wrote."""
+    with ctxstore.connect(url) as store:
+        chat_id = free_chat_id(store, "lisbon-trip")
+        _walkthrough(store, chat_id, say)
+        say("")
+        say(f"The chat as a tree (* marks the active branch), saved as {chat_id!r} in {url}:")
+        say(visualize_graph(store.get_graph(chat_id)))
+    return chat_id
+
+
+def _walkthrough(store: ctxstore.Store, chat_id: str, say: Callable[[str], None]) -> None:
+    engine = ContextEngine(store=store, chat_id=chat_id, user_id="alice")
     engine.set(role("You are a concise travel planner."), hint("Answer in one or two lines."))
 
     say("1. Save two turns on branch main:")
@@ -55,7 +83,7 @@ def run_demo(say: Callable[[str], None]) -> None:
 
     say("2. By the way: a side question on a new branch; the engine stays on main:")
     side = engine.btw()
-    side_engine = ContextEngine(store=store, chat_id="lisbon-trip", user_id="alice")
+    side_engine = ContextEngine(store=store, chat_id=chat_id, user_id="alice")
     side_engine.switch_branch(side.name)
     turn(side_engine, "Is it rainy in May?", say)
 
@@ -71,7 +99,7 @@ def run_demo(say: Callable[[str], None]) -> None:
 
     say("5. Edit the very first question; the original stays on its branch:")
     root = engine.resolve()
-    first_question = store.load_branch("lisbon-trip", engine.branch).messages[0]["id"]
+    first_question = store.load_branch(chat_id, engine.branch).messages[0]["id"]
     engine.set(user("Plan a weekend in Porto.", id=first_question))
     engine.save()
     say(
@@ -81,7 +109,3 @@ def run_demo(say: Callable[[str], None]) -> None:
     engine.set(assistant(answer))
     engine.save()
     say(f"  [{engine.branch}] assistant: {answer}")
-
-    say("")
-    say("The chat as a tree (* marks the active branch):")
-    say(visualize_graph(store.get_graph("lisbon-trip")))

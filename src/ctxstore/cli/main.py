@@ -2,7 +2,8 @@
 
 ``ctxstore [--url URL] [--namespace NS] COMMAND ...`` where COMMAND is ``demo``, ``chats``,
 ``tree``, ``log``, ``branches``, ``checkpoints``, ``export``, ``import``, ``delete``,
-``verify`` or ``worker`` (:mod:`ctxstore.worker.command`); ``ctxstore --version`` prints the
+``verify``, ``worker`` (:mod:`ctxstore.worker.command`) or ``local`` (the server of a
+``local://`` store, :mod:`ctxstore.cli.local`); ``ctxstore --version`` prints the
 version, and ``python -m ctxstore`` is the same program. Without ``--url`` the store comes from
 ``CTXSTORE_URL``, else the embedded ``memory://`` store, which starts empty in every process: a
 one-line note on stderr says so, since nothing will be found there.
@@ -32,6 +33,7 @@ from ctxstore._core.format.portable import dumps_line
 from ctxstore.cli import views
 from ctxstore.cli.diagrams import to_dot, to_json, to_mermaid
 from ctxstore.cli.files import FileProblemError, opened_lines, write_text
+from ctxstore.cli.local import add_local_command
 from ctxstore.cli.terminal import BROKEN_PIPE_EXIT, Style, confirm, silence_stdout
 from ctxstore.cli.tree import printable, visualize_graph
 from ctxstore.errors import ChatNotFoundError, CtxStoreError
@@ -98,10 +100,12 @@ def _stderr_style() -> Style:
 # --- demo, chats -----------------------------------------------------------------------------
 
 
-def _demo(_args: argparse.Namespace) -> int:
+def _demo(args: argparse.Namespace) -> int:
+    """On the embedded store, unless ``--url`` names another (``CTXSTORE_URL`` is not read:
+    the demo must run anywhere, whatever a deployment's environment says)."""
     from ctxstore.cli.demo import run_demo
 
-    run_demo(print)
+    run_demo(print, args.url or "memory://")
     return 0
 
 
@@ -292,12 +296,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument(
         "--url",
         default=None,
-        help="store URL (memory://, redis://, redis+cluster://, ...); "
+        help="store URL (memory://, local://PATH, redis://, redis+cluster://, ...); "
         f"default: ${URL_ENV}, else a new, empty memory:// store",
     )
     parser.add_argument("--namespace", default=None, help="the tenant namespace to read")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    demo = commands.add_parser("demo", help="a scripted walkthrough on the embedded store")
+    demo = commands.add_parser(
+        "demo", help="a scripted walkthrough on the embedded store (or on --url's store)"
+    )
     demo.set_defaults(handler=_demo)
 
     chats = commands.add_parser("chats", help="list chats, most recently updated first")
@@ -372,6 +378,13 @@ def build_parser() -> argparse.ArgumentParser:
     delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     delete.set_defaults(handler=_delete)
 
+    _add_verify(commands)
+    add_worker_command(commands, _positive_int)
+    add_local_command(commands)
+    return parser
+
+
+def _add_verify(commands: Any) -> None:
     verify = commands.add_parser(
         "verify", help="check a chat's invariants; --repair rebuilds its derived keys"
     )
@@ -383,8 +396,6 @@ def build_parser() -> argparse.ArgumentParser:
     )
     verify.add_argument("--json", action="store_true", help="print the report as JSON")
     verify.set_defaults(handler=_verify)
-    add_worker_command(commands, _positive_int)
-    return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -7,6 +7,9 @@ Schemes:
   process that names it (sync and async alike), which is how tests and demos hand one embedded
   store to several engines.
 * ``redis://``, ``rediss://`` (TLS), ``unix://`` - one server (or a primary behind a proxy).
+* ``local://PATH[?idle=SECONDS]`` - a persistent store in directory PATH: a private Valkey or
+  Redis server on a unix socket inside it, started on first use and shared by every process of
+  the machine (:mod:`ctxstore.store.local`).
 * ``redis+cluster://`` / ``rediss+cluster://`` - a Redis Cluster, reached from one seed node; the
   client discovers the rest. A scheme (rather than a ``cluster=True`` flag) keeps the whole
   target in the one ``CTXSTORE_URL`` variable that deployments set.
@@ -47,11 +50,14 @@ _memory_lock = threading.Lock()
 
 @dataclass(frozen=True)
 class Target:
-    """Where a store points: ``kind`` is memory, server or cluster."""
+    """Where a store points: ``kind`` is memory, local, server or cluster. ``name`` is a
+    ``memory://`` store's name or a ``local://`` store's directory, ``idle`` the idle timeout
+    of a ``local://`` server."""
 
     kind: str
     url: str
     name: str = ""
+    idle: float = 0.0
 
 
 def parse_url(url: str | None) -> Target:
@@ -61,13 +67,19 @@ def parse_url(url: str | None) -> Target:
     scheme = urlsplit(raw).scheme.lower()
     if scheme == "memory":
         return Target("memory", raw, raw[len("memory://") :].strip("/"))
+    if scheme == "local":
+        from ctxstore.store.local import parse_local_url
+
+        path, idle = parse_local_url(raw)
+        directory = os.path.realpath(os.path.expanduser(path))
+        return Target("local", f"local://{directory}", directory, idle)
     if scheme in _SERVER_SCHEMES:
         return Target("server", raw)
     if scheme in _CLUSTER_SCHEMES:
         return Target("cluster", _CLUSTER_SCHEMES[scheme] + raw[len(scheme) :])
     raise ConfigurationError(
-        f"unsupported store URL scheme {scheme!r} in {raw!r}; use memory://, redis://, "
-        "rediss://, unix://, redis+cluster:// or rediss+cluster://"
+        f"unsupported store URL scheme {scheme!r} in {raw!r}; use memory://, local://, "
+        "redis://, rediss://, unix://, redis+cluster:// or rediss+cluster://"
     )
 
 
@@ -158,6 +170,10 @@ def make_client(target: Target, options: dict[str, Any], *, asynchronous: bool) 
         cls = fakeredis.FakeAsyncRedis if asynchronous else fakeredis.FakeRedis
         return cls(server=server, decode_responses=False)
     merged = _server_options(options, asynchronous=asynchronous)
+    if target.kind == "local":
+        from ctxstore.store.local import local_client
+
+        return local_client(target.name, target.idle, merged, asynchronous=asynchronous)
     if target.kind == "cluster":
         if asynchronous:
             from redis.asyncio.cluster import RedisCluster as AsyncRedisCluster
