@@ -40,6 +40,9 @@
 --                    the child of the one before it in the log (parent -2) and kept its chosen
 --                    id; the script rewrites the few that are not (the first of a new run, an
 --                    edit). Each ends with its 6-character tag.
+--                    Or packed, for a long append (a managed service takes at most 3,999
+--                    arguments a command): ARGV[5] "" (never a record), ARGV[6] the records'
+--                    byte lengths, comma-separated, ARGV[7] the records end to end.
 -- Reply: a list of these, in this order:
 --   reply.branch          where the last message went
 --   reply.first           the first log position this call used
@@ -96,6 +99,30 @@ local function tab_fields(s, count, what)
   return out
 end
 
+-- The records of a packed call: `blob` cut at the comma-separated byte `lengths` (each a
+-- positive decimal without leading zeros: the form is checked once, the sum at the end, so a
+-- call whose lengths do not add up fails before any write).
+local function unpacked(lengths, blob)
+  if string.find(lengths, '[^%d,]') or string.find(lengths, ',,') or string.find(lengths, '^,')
+      or string.find(lengths, ',$') or string.find(lengths, '^0') or string.find(lengths, ',0')
+      or lengths == '' then
+    fail('INVALID', {reason = 'packed record lengths'})
+  end
+  local out, count, at = {}, 0, 1
+  local sub = string.sub
+  for size in string.gmatch(lengths, '%d+') do
+    local after = at + tonumber(size)
+    count = count + 1
+    out[count] = sub(blob, at, after - 1)
+    at = after
+  end
+  if at ~= #blob + 1 then
+    fail('INVALID', {reason = 'packed records and their lengths differ', bytes = #blob,
+                     lengths = at - 1})
+  end
+  return out
+end
+
 local function index(chat_id, index_owner, owner, updated_at)
   if KEYS[10] == nil or index_owner ~= owner then
     return 0
@@ -128,7 +155,16 @@ return run(function()
     fail('INVALID', {reason = 'malformed call fields'})
   end
   now = tonumber(now)
-  local count = #ARGV - FIRST_RECORD_ARG + 1
+  -- The records: ARGV[first_record..last_record], or the table cut from a packed call.
+  local given, first_record, last_record = ARGV, FIRST_RECORD_ARG, #ARGV
+  if ARGV[FIRST_RECORD_ARG] == '' then
+    if #ARGV ~= FIRST_RECORD_ARG + 2 then
+      fail('INVALID', {reason = 'a packed call has lengths and records only', got = #ARGV})
+    end
+    given = unpacked(ARGV[FIRST_RECORD_ARG + 1], ARGV[FIRST_RECORD_ARG + 2])
+    first_record, last_record = 1, #given
+  end
+  local count = last_record - first_record + 1
   local any_chosen = string.find(ARGV[2], '[^\t]') ~= nil
 
   local owner, inc, fields, fence = open_chat(chat, user, known_inc,
@@ -262,7 +298,7 @@ return run(function()
   -- go from ARGV to RPUSH untouched, so a long append costs Redis little more than the RPUSH.
   local passthrough = not any_chosen
   if passthrough then
-    local head_record = ARGV[FIRST_RECORD_ARG]
+    local head_record = given[first_record]
     if cursor < 0 or cursor ~= first - 1 then
       new_runs = {first, first .. ':' .. cursor .. ':' .. (cursor_depth + 1)}
       head_record = rewritten(head_record, cursor, false, '')
@@ -288,11 +324,11 @@ return run(function()
     end
     cursor = first + count - 1
     cursor_depth = cursor_depth + count
-    local last_record = ARGV[#ARGV]
+    local newest = given[last_record]
     if count == 1 then
-      last_record = head_record
+      newest = head_record
     end
-    cursor_id = derived_id(cursor, inc, string.sub(last_record, -TAG_LENGTH))
+    cursor_id = derived_id(cursor, inc, string.sub(newest, -TAG_LENGTH))
     heads[target] = {pos = cursor, id = cursor_id, depth = cursor_depth}
   end
   local chosen_list = {}
@@ -306,7 +342,7 @@ return run(function()
   -- branch they land on leaves the stored log (its newest summary is at or before it).
   local chain_base = cursor
   for i = 1, passthrough and 0 or count do
-    local item = ARGV[FIRST_RECORD_ARG + i - 1]
+    local item = given[first_record + i - 1]
     local chosen = chosen_list[i]
     local edit = false
     if chosen ~= '' then
@@ -380,8 +416,8 @@ return run(function()
   redis.call('APPEND', tok, entries and table.concat(entries) or ARGV[3])
   if passthrough then
     redis.call('RPUSH', log, records[1])
-    for from = FIRST_RECORD_ARG + 1, #ARGV, 1000 do
-      redis.call('RPUSH', log, unpack(ARGV, from, math.min(from + 999, #ARGV)))
+    for from = first_record + 1, last_record, 1000 do
+      redis.call('RPUSH', log, unpack(given, from, math.min(from + 999, last_record)))
     end
   else
     in_slices('RPUSH', log, records)

@@ -1,4 +1,4 @@
-"""Counting what a call puts on the wire: round trips and command names.
+"""Counting what a call puts on the wire: round trips, command names and their sizes.
 
 Patches redis-py's connection classes (which fakeredis connections inherit) for the duration of
 a ``with trace_wire() as wire:`` block. A round trip is one ``send_packed_command``: a single
@@ -21,6 +21,13 @@ import redis.connection as sync_connection
 class Wire:
     round_trips: int = 0
     commands: list[str] = field(default_factory=list)
+    #: How many arguments each command carried (its name included), in the order sent.
+    sizes: list[int] = field(default_factory=list)
+
+    @property
+    def widest(self) -> int:
+        """The most arguments one command carried (0 when none was sent)."""
+        return max(self.sizes, default=0)
 
     def count(self, name: str) -> int:
         return sum(1 for command in self.commands if command == name)
@@ -51,11 +58,13 @@ def trace_wire() -> Iterator[Wire]:
 
     def single(self: Any, *args: Any, **kwargs: Any) -> Any:
         wire.commands.append(_name(args))
+        wire.sizes.append(len(args))
         return sync_single(self, *args, **kwargs)
 
     def pack(self: Any, commands: Any) -> Any:
         commands = list(commands)
         wire.commands.extend(_name(command) for command in commands)
+        wire.sizes.extend(len(command) for command in commands)
         return sync_pack(self, commands)
 
     async def asend(self: Any, *args: Any, **kwargs: Any) -> Any:
@@ -64,11 +73,13 @@ def trace_wire() -> Iterator[Wire]:
 
     async def asingle(self: Any, *args: Any, **kwargs: Any) -> Any:
         wire.commands.append(_name(args))
+        wire.sizes.append(len(args))
         return await async_single(self, *args, **kwargs)
 
     def apack(self: Any, commands: Any) -> Any:
         commands = list(commands)
         wire.commands.extend(_name(command) for command in commands)
+        wire.sizes.extend(len(command) for command in commands)
         return async_pack(self, commands)
 
     with (

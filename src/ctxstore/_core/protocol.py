@@ -23,12 +23,21 @@ from typing import Any, Generic, TypeVar
 from ctxstore._core import failures
 from ctxstore._core.durability import Durability
 from ctxstore._core.keys import expected_type
-from ctxstore._core.scripts import LuaScript
+from ctxstore._core.scripts import LuaScript, checking_service_rules
 from ctxstore.errors import CorruptionError, CtxStoreError, DurabilityError
 
 T = TypeVar("T")
 Arg = str | bytes | int | float
 WireCommand = tuple[Arg, ...]
+
+#: The most arguments one command may carry (its name included) on the managed services that
+#: cap it: ElastiCache Serverless refuses a request of more. Every command ctxstore sends stays
+#: within it whatever the input (a long append packs its records into two arguments, an import
+#: stages a thousand records a command); with the managed-service checks on
+#: (:data:`~ctxstore._core.scripts.CHECK_KEYS_ENV`, read once at import), a command over it
+#: raises before it is sent.
+MAX_COMMAND_ARGUMENTS = 3999
+CHECK_ARGUMENTS = checking_service_rules()
 
 
 def _identity(reply: Any) -> Any:
@@ -143,7 +152,13 @@ class Exchange(Generic[T]):
         commands: list[WireCommand] = []
         for index in self._resend or range(len(self._calls)):
             call = self._calls[index]
-            commands.append(call.wire(with_source=bool(self._resend)))
+            command = call.wire(with_source=bool(self._resend))
+            if CHECK_ARGUMENTS and len(command) > MAX_COMMAND_ARGUMENTS:
+                raise RuntimeError(
+                    f"{command[0]!r} with {len(command)} arguments: over the "
+                    f"{MAX_COMMAND_ARGUMENTS} managed services accept in one command"
+                )
+            commands.append(command)
             if self._durability is not None and self._waits_after(call):
                 commands.append(self._durability.wait_command())
         return commands

@@ -50,7 +50,10 @@ LIBRARY: tuple[str, ...] = (
 #: that the keys the command touches are among the script's KEYS, and that the script has KEYS
 #: at all: what Redis Cluster, ElastiCache Serverless and other proxies require of a script,
 #: proved on every call of a test run (.ci/run sets it for the Valkey pass). A violation is a
-#: ``CTX_UNDECLARED`` error reply. Not for production: it costs a lookup per command.
+#: ``CTX_UNDECLARED`` error reply. The same setting checks the other rule of those services on
+#: the client's side: no command carries more than 3,999 arguments
+#: (:data:`ctxstore._core.protocol.MAX_COMMAND_ARGUMENTS`). Not for production: it costs a
+#: lookup per command.
 CHECK_KEYS_ENV = "CTXSTORE_CHECK_DECLARED_KEYS"
 
 #: The commands the scripts run whose keys are not just their first argument.
@@ -89,7 +92,8 @@ def with_key_check(source: str) -> str:
     return _KEY_CHECK + source.replace("redis.call(", "ctx_checked_call(")
 
 
-def _checking_keys() -> bool:
+def checking_service_rules() -> bool:
+    """Whether :data:`CHECK_KEYS_ENV` asks for the managed-service checks."""
     return os.environ.get(CHECK_KEYS_ENV, "") not in ("", "0")
 
 
@@ -235,7 +239,7 @@ def load_script(name: str) -> LuaScript:
     body = (folder / f"{name}.lua").read_text(encoding="utf-8")
     key_names, arg_names, required = parse_contract(name, body)
     source = f"{needed_library(_library(folder), body)}\n{body}"
-    if _checking_keys():
+    if checking_service_rules():
         source = with_key_check(source)
     sha = hashlib.sha1(source.encode("utf-8")).hexdigest()
     return LuaScript(name, source, sha, key_names, arg_names, required)

@@ -67,7 +67,13 @@ from ctxstore._core.ids import new_incarnation, new_tags
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops import indexes
 from ctxstore._core.ops.chats import chat_context, check_title, log_index_failures, metadata_args
-from ctxstore._core.protocol import Arg, Operation, command_call, script_call
+from ctxstore._core.protocol import (
+    MAX_COMMAND_ARGUMENTS,
+    Arg,
+    Operation,
+    command_call,
+    script_call,
+)
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
 from ctxstore.errors import ConfigurationError, LimitExceededError, ValidationError
@@ -82,6 +88,12 @@ log = logging.getLogger("ctxstore")
 #: 1 MiB each): a chunk costs Redis about what an append of as many messages costs.
 CHUNK_RECORDS = 1000
 CHUNK_BYTES = 8 << 20
+#: The arguments a staging call may carry besides its command, script, key count, 7 keys and
+#: 4 fields: within the cap of a managed service (a message takes up to 5: its record, its
+#: alias pair, a run pair; 1,000 messages that each start a run would take 5,000).
+CHUNK_ARGUMENTS = MAX_COMMAND_ARGUMENTS - 14
+#: The most arguments one record of an export adds to a chunk.
+_RECORD_ARGUMENTS = 5
 #: How long staging keys outlive the last chunk that touched them.
 STAGING_TTL_MS = 15 * 60 * 1000
 #: The staged keys, in the order both scripts take them.
@@ -148,6 +160,18 @@ class _Chunk:
         return (
             len(self.records)
             + (len(self.branches) + len(self.checkpoints) + len(self.summaries)) // 2
+        )
+
+    @property
+    def arguments(self) -> int:
+        """The staging call's arguments after its four fields."""
+        return (
+            len(self.records)
+            + len(self.aliases)
+            + len(self.runs)
+            + len(self.branches)
+            + len(self.checkpoints)
+            + len(self.summaries)
         )
 
     def counts(self) -> str:
@@ -242,7 +266,12 @@ class ChatImport:
             self._checkpoint(record, where)
         else:
             self._summary(record, where)
-        if self._chunk.items >= CHUNK_RECORDS or self._chunk.size >= CHUNK_BYTES:
+        chunk = self._chunk
+        if (
+            chunk.items >= CHUNK_RECORDS
+            or chunk.size >= CHUNK_BYTES
+            or chunk.arguments > CHUNK_ARGUMENTS - _RECORD_ARGUMENTS
+        ):
             return self._stage()
         return None
 
