@@ -7,6 +7,8 @@ import json
 import os
 import re
 import shutil
+import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -238,3 +240,22 @@ def test_local_status_and_stop_from_the_command_line(
     assert main(["local", "status", str(local_dir), "--json"]) == 3
     assert json.loads(capsys.readouterr().out) == {"running": False}
     assert starts_logged(local_dir) == 1
+
+
+def test_local_needs_a_posix_system(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(os, "name", "nt")
+    with pytest.raises(ConfigurationError, match="local:// needs a POSIX system"):
+        ctxstore.connect("local://./anywhere")
+    assert main(["local", "status", "./anywhere"]) == 1
+
+
+def test_the_command_line_loads_the_local_store_only_when_asked() -> None:
+    """``ctxstore`` works where local:// cannot (its modules need fcntl and pwd)."""
+    code = (
+        "import sys; from ctxstore.cli.main import build_parser; build_parser(); "
+        "print(any(name.startswith('ctxstore.store.local') for name in sys.modules))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60
+    )
+    assert done.stdout.strip() == "False"

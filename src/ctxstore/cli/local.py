@@ -6,6 +6,8 @@ short connections and of the keeper not counted), or ``not running`` with exit c
 service managers do; ``--json`` prints one object (``{"running": false}`` when none runs).
 ``stop`` shuts the server down after it writes out its append-only file; stopping a directory
 whose server does not run is not an error. Neither starts a server nor creates the directory.
+The local store's modules load only when the command runs (they need a POSIX system, and the
+rest of the command line does not).
 """
 
 from __future__ import annotations
@@ -13,9 +15,10 @@ from __future__ import annotations
 import argparse
 import json
 from dataclasses import asdict
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ctxstore.store.local import LocalServer, parse_local_url, place_of
+if TYPE_CHECKING:
+    from ctxstore.store.local import LocalServer
 
 #: ``status``'s exit code when no server runs (the LSB's "program is not running").
 NOT_RUNNING_EXIT = 3
@@ -37,6 +40,10 @@ def add_local_command(commands: Any) -> None:
 
 
 def _server(path: str) -> LocalServer:
+    from ctxstore.store.connection import require_posix
+    from ctxstore.store.local import LocalServer, parse_local_url, place_of
+
+    require_posix()
     directory = parse_local_url(path)[0] if path.startswith("local://") else path
     return LocalServer(place_of(directory, create=False))
 

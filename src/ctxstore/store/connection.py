@@ -68,6 +68,7 @@ def parse_url(url: str | None) -> Target:
     if scheme == "memory":
         return Target("memory", raw, raw[len("memory://") :].strip("/"))
     if scheme == "local":
+        require_posix()
         from ctxstore.store.local import parse_local_url
 
         path, idle = parse_local_url(raw)
@@ -81,6 +82,16 @@ def parse_url(url: str | None) -> Target:
         f"unsupported store URL scheme {scheme!r} in {raw!r}; use memory://, local://, "
         "redis://, rediss://, unix://, redis+cluster:// or rediss+cluster://"
     )
+
+
+def require_posix() -> None:
+    """``local://`` runs its server on a unix socket and guards it with ``flock``: a POSIX
+    system (Linux, macOS) is required, and anything else gets a clear error."""
+    if os.name != "posix":
+        raise ConfigurationError(
+            "local:// needs a POSIX system (Linux or macOS: unix sockets and flock); use "
+            "memory:// or a redis:// server here"
+        )
 
 
 #: Seconds to open a connection, and to wait for a reply, unless the caller says otherwise.
