@@ -70,6 +70,12 @@ def ttl_ms(ttl: TTL, name: str = "ttl") -> int | None:
     return max(1, round(seconds * 1000))
 
 
+#: The most metadata keys ``Limits.max_metadata_keys`` may allow: a write sends two arguments a
+#: key (field, value), and a managed service (ElastiCache Serverless) takes at most 3,999
+#: arguments in one command.
+METADATA_KEYS_CEILING = 1_900
+
+
 @dataclass(frozen=True)
 class Limits:
     """Safety bounds. Each turns a runaway input into a clear error instead of a stuck Redis."""
@@ -90,7 +96,8 @@ class Limits:
     read_chunk_messages: int = 1024
     #: Most metadata keys a chat holds, counting what it has and what an update merges in.
     #: Every chat read returns the whole metadata (a listing page returns it for each chat),
-    #: so it is meant for a handful of labels and ids, not for data.
+    #: so it is meant for a handful of labels and ids, not for data. At most
+    #: :data:`METADATA_KEYS_CEILING`.
     max_metadata_keys: int = 256
     #: Most bytes of a chat's metadata as stored: every ``m:<key>`` field name and msgpack
     #: value together (64 KiB: a listing page of 50 chats at the bound is 3.2 MiB).
@@ -110,6 +117,12 @@ class Limits:
             value = getattr(self, name)
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
+        if self.max_metadata_keys > METADATA_KEYS_CEILING:
+            raise ConfigurationError(
+                f"max_metadata_keys must be at most {METADATA_KEYS_CEILING:,}, got "
+                f"{self.max_metadata_keys!r}: a write sends two arguments a key, and managed "
+                "services take at most 3,999 in one command"
+            )
 
 
 @dataclass(frozen=True, kw_only=True)

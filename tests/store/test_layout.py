@@ -12,6 +12,8 @@ from ctxstore import NewMessage
 from ctxstore._core.format import records as chain_module
 from ctxstore._core.ops import reads
 from ctxstore._core.protocol import Exchange
+from ctxstore.errors import ConfigurationError, LimitExceededError
+from ctxstore.settings import METADATA_KEYS_CEILING
 from tests.support.wire import trace_wire
 
 
@@ -317,12 +319,21 @@ def test_an_open_refused_for_its_chain_length_writes_nothing(store: Any, snap: A
     assert snap() == before
 
 
-def test_thousands_of_metadata_keys_are_merged(store: Any) -> None:
-    """Under bounds raised that far, the scripts take and check thousands of keys in slices
-    (one unpack() of them all would overflow the Lua stack)."""
-    store.state.limits = ctxstore.Limits(max_metadata_keys=10_000, max_metadata_bytes=1 << 20)
-    many = {f"k{i}": i for i in range(5000)}
-    store.upsert_chat("c1", "alice", many)
-    store.update_chat("c1", metadata={f"j{i}": i for i in range(5000)})
+def test_the_most_metadata_keys_a_chat_may_hold_are_merged(store: Any) -> None:
+    """Under the bound raised to its ceiling (1,900 keys: two arguments a key keep a write
+    within the 3,999 arguments of a managed service), the scripts take and check every key."""
+    store.state.limits = ctxstore.Limits(
+        max_metadata_keys=METADATA_KEYS_CEILING, max_metadata_bytes=1 << 20
+    )
+    half = METADATA_KEYS_CEILING // 2
+    store.upsert_chat("c1", "alice", {f"k{i}": i for i in range(half)})
+    store.update_chat("c1", metadata={f"j{i}": i for i in range(half)})
     metadata = store.get_chat("c1").metadata
-    assert (metadata["k4999"], metadata["j4999"], len(metadata)) == (4999, 4999, 10000)
+    assert (metadata[f"k{half - 1}"], len(metadata)) == (half - 1, METADATA_KEYS_CEILING)
+    with pytest.raises(LimitExceededError):
+        store.update_chat("c1", metadata={"one": "too many"})
+
+
+def test_a_metadata_bound_past_the_ceiling_is_refused() -> None:
+    with pytest.raises(ConfigurationError, match="at most 1,900"):
+        ctxstore.Limits(max_metadata_keys=METADATA_KEYS_CEILING + 1)
