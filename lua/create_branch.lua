@@ -20,8 +20,13 @@
 -- ARGV[8] at_kind     "message" or "checkpoint": how to read ARGV[3]
 -- ARGV[9] request     the call's request id: a resent call (its reply lost) answers with the
 --                     branch the first one created instead of creating another
+-- ARGV[10] expected   "" for none, or "<branch>\t<head id>": create only while that branch is
+--                     the active one and that message its head (a compare-and-set: taking the
+--                     newest message off the active branch, as a framework's pop does, is then
+--                     one atomic step; "" as the head id: an empty branch)
 -- Reply: {name, branch record, active branch, incarnation}
--- Errors: NOT_FOUND (chat, message, checkpoint), CONFLICT (explicit name taken), FORBIDDEN,
+-- Errors: NOT_FOUND (chat, message, checkpoint), CONFLICT (explicit name taken; head: the
+--         active branch is not the expected one, or its head moved), FORBIDDEN,
 --         REPLACED, CORRUPT (a checkpoint that does not name the message at its position, a
 --         counter or field that is malformed: checked before anything is written).
 -- Auto-naming runs inside the script, so two workers forking at once get distinct names;
@@ -38,6 +43,16 @@ return run(function()
     return {prior, redis.call('HGET', KEYS[5], prior) or '', active, inc}
   end
   check_fence(KEYS[1], fence)
+  if ARGV[10] ~= '' then
+    local branch_name, head = string.match(ARGV[10], '^([^\t]+)\t([^\t]*)$')
+    if not branch_name then
+      fail('INVALID', {reason = 'malformed expected branch and head'})
+    end
+    local current = read_branch(KEYS[5], active).id
+    if active ~= branch_name or current ~= head then
+      fail('CONFLICT', {reason = 'head', branch = active, expected = head, current = current})
+    end
+  end
   local pos, id = -1, ''
   if ARGV[8] == 'checkpoint' then
     local raw = redis.call('HGET', KEYS[6], ARGV[3])

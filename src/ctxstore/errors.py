@@ -38,8 +38,12 @@ class PayloadTooLargeError(ValidationError):
     """An encoded message or metadata value is over the configured size limit."""
 
 
-class UnserializablePayloadError(ValidationError):
-    """A payload holds a value msgpack cannot encode (a set, a datetime, an arbitrary object...)."""
+class UnserializablePayloadError(ValidationError, TypeError):
+    """A payload holds a value msgpack cannot encode (a set, a datetime, an arbitrary object...).
+
+    Also a ``TypeError``, what ``json.dumps`` raises for such a value, and what frameworks'
+    own stores raise (the OpenAI Agents SDK's sessions): code written against them keeps
+    working."""
 
 
 class ConfigurationError(CtxStoreError, ValueError):

@@ -10,11 +10,19 @@ from __future__ import annotations
 import asyncio
 import json
 import threading
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 from langchain_core.language_models.fake_chat_models import FakeMessagesListChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableLambda
 from langchain_core.runnables.history import RunnableWithMessageHistory
@@ -61,6 +69,14 @@ def chat_chain(recorder: Recorder, store: Any) -> RunnableWithMessageHistory:
 
 def config(session: str) -> Any:
     return {"configurable": {"session_id": session}}
+
+
+@pytest.fixture
+def twin_store(backend: str, namespace: str) -> Iterator[ctxstore.Store]:
+    """A sync store beside ``any_store`` for reading back what the history wrote."""
+    store = ctxstore.connect(backend, namespace=namespace)
+    yield store
+    store.close()
 
 
 def texts(messages: list[BaseMessage]) -> list[Any]:
@@ -222,6 +238,57 @@ async def test_add_read_and_clear(any_store: Any, backend: str, namespace: str) 
     reader.close()
     await history.aadd_messages([HumanMessage("again")])
     assert texts(await history.aget_messages()) == [("HumanMessage", "again")]
+
+
+async def test_messages_read_back_equal_to_what_was_added(
+    any_store: Any, twin_store: ctxstore.Store
+) -> None:
+    """Ids, names, additional_kwargs, response_metadata, usage_metadata and a ChatMessage's
+    custom role all round-trip (LangChain's own histories keep them); the payload stays the
+    OpenAI-format dict the engine reads."""
+    history = CtxStoreChatMessageHistory("chat-1", user_id=USER, store=any_store)
+    conversation: list[BaseMessage] = [
+        SystemMessage("be brief", id="s1"),
+        HumanMessage("hi", id="h1", name="ann", additional_kwargs={"lang": "en"}),
+        AIMessage(
+            "hello",
+            id="a1",
+            response_metadata={"model_name": "m", "finish_reason": "stop"},
+            usage_metadata={"input_tokens": 3, "output_tokens": 1, "total_tokens": 4},
+        ),
+        ChatMessage("too terse", role="critic", id="c1"),
+        HumanMessage("plain"),
+    ]
+    await history.aadd_messages(conversation)
+    assert await history.aget_messages() == conversation
+    assert [m["role"] for m in stored(twin_store)] == [
+        "system",
+        "user",
+        "assistant",
+        "critic",
+        "user",
+    ]
+    again = CtxStoreChatMessageHistory("chat-1", user_id=USER, store=any_store)
+    await again.aadd_messages([AIMessage("after the critic")])
+    assert texts(await again.aget_messages())[3:] == [
+        ("ChatMessage", "too terse"),
+        ("HumanMessage", "plain"),
+        ("AIMessage", "after the critic"),
+    ]
+
+
+def test_a_custom_role_stored_without_its_extras_still_reads(sync_store: ctxstore.Store) -> None:
+    """A chat written before the extras were kept (a payload role LangChain has no class
+    for) reads as ChatMessages of that role instead of failing every read."""
+    sync_store.upsert_chat("chat-1", USER)
+    sync_store.append(
+        "chat-1",
+        "main",
+        [{"role": "critic", "content": "old"}, {"role": "user", "content": "next"}],
+        expected_head=None,
+    )
+    history = CtxStoreChatMessageHistory("chat-1", user_id=USER, store=sync_store)
+    assert history.messages == [ChatMessage("old", role="critic"), HumanMessage("next")]
 
 
 def test_sync_methods(sync_store: ctxstore.Store) -> None:

@@ -231,6 +231,36 @@ async def test_session_settings(any_store: Any) -> None:
     assert contents(await as_dict.get_items()) == ["m4"]
     with pytest.raises(ctxstore.ValidationError):
         CtxStoreSession("chat-1", user_id=USER, store=any_store, session_settings=3)  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="Unknown session settings: limitt"):
+        CtxStoreSession("chat-1", user_id=USER, store=any_store, session_settings={"limitt": 1})
+
+
+async def test_a_closed_session_refuses_every_call(any_store: Any, twin: ctxstore.Store) -> None:
+    """As the SDK's sessions: a RuntimeError after close(), before anything is read or written
+    (add_items([]) included); closing twice is harmless."""
+    session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+    await session.add_items([{"role": "user", "content": "kept"}])
+    session.close()
+    session.close()
+    for call in (
+        session.get_items(),
+        session.add_items([]),
+        session.add_items([{"role": "user", "content": "late"}]),
+        session.pop_item(),
+        session.clear_session(),
+    ):
+        with pytest.raises(RuntimeError, match="CtxStoreSession is closed"):
+            await call
+    assert contents(stored(twin)) == ["kept"]
+
+
+async def test_content_that_cannot_be_stored_is_a_type_error(
+    any_store: Any, twin: ctxstore.Store
+) -> None:
+    session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+    with pytest.raises(TypeError):
+        await session.add_items([{"role": "user", "content": object()}])  # type: ignore[list-item]
+    assert await session.get_items() == []
 
 
 async def test_run_config_settings_override_the_sessions(any_store: Any) -> None:
@@ -276,6 +306,28 @@ async def test_pop_moves_the_head_back_and_keeps_the_item_in_the_graph(
     assert len(twin.get_graph("chat-1").messages) == 3
     await session.add_items([{"role": "user", "content": "Again"}])
     assert contents(await session.get_items()) == ["Again"]
+
+
+async def test_sessions_popping_at_once_take_distinct_items(any_store: Any) -> None:
+    """Two sessions on one chat pop at once: each takes its own item, atomically (the SDK's
+    sessions guarantee it); with one item left, one of them gets None."""
+    for trial in range(8):
+        chat = f"pops-{trial}"
+        one = CtxStoreSession(chat, user_id=USER, store=any_store)
+        two = CtxStoreSession(chat, user_id=USER, store=any_store)
+        await one.add_items(
+            [{"role": "user", "content": "first"}, {"role": "user", "content": "second"}]
+        )
+        popped = await asyncio.gather(one.pop_item(), two.pop_item())
+        assert sorted(contents([item for item in popped if item is not None])) == [
+            "first",
+            "second",
+        ]
+        assert await one.get_items() == []
+        await one.add_items([{"role": "user", "content": "last"}])
+        popped = await asyncio.gather(one.pop_item(), two.pop_item())
+        assert sorted(popped, key=lambda item: item is None)[1] is None
+        assert [contents([item]) for item in popped if item is not None] == [["last"]]
 
 
 async def test_another_users_chat_is_refused(any_store: Any, twin: ctxstore.Store) -> None:

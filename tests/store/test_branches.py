@@ -8,6 +8,8 @@ from typing import Any
 import pytest
 
 import ctxstore
+from ctxstore import NewMessage
+from ctxstore.errors import HeadConflictError
 
 
 def test_auto_names_follow_the_base(store: Any, chat: str) -> None:
@@ -93,3 +95,34 @@ def test_auto_name_shape(store: Any, chat: str) -> None:
     names = {store.create_branch(chat, "m1").name for _ in range(5)}
     assert len(names) == 5
     assert all(re.fullmatch(r"main-v\d+", name) for name in names)
+
+
+@pytest.mark.parametrize(
+    ("expected", "current"),
+    [(("main", "m1"), "m2"), (("side", "m2"), "m2"), (("main", None), "m2")],
+)
+def test_a_branch_guarded_by_the_active_head_is_refused_once_it_moved(
+    sync_store: ctxstore.Store, snap: Any, expected: tuple[str, str | None], current: str
+) -> None:
+    """create_branch with ``expected`` (the adapters' pop): only while that branch is active
+    with that head; otherwise a HeadConflictError naming the active head, and nothing written."""
+    from ctxstore._core.ops.branches import create_branch
+
+    sync_store.upsert_chat("c1", "alice")
+    sync_store.append(
+        "c1",
+        "main",
+        [
+            NewMessage({"role": "user", "content": "a"}, id="m1"),
+            NewMessage({"role": "assistant", "content": "b"}, id="m2"),
+        ],
+        expected_head=None,
+    )
+    before = snap()
+    with pytest.raises(HeadConflictError) as raised:
+        sync_store.run(create_branch(sync_store.state, "c1", "m1", expected=expected))
+    assert raised.value.current_head == current
+    assert snap() == before
+    made = sync_store.run(create_branch(sync_store.state, "c1", "m1", expected=("main", "m2")))
+    assert (made.name, made.head_message_id) == ("main-v2", "m1")
+    assert sync_store.get_branch("c1").name == "main-v2"

@@ -11,7 +11,9 @@ AsyncStore` run the same logic; on a sync store the async verbs run in a worker 
   and ``on_conflict="rebase"``: concurrent writers all land, none is lost. The chat is created
   (owned by ``user_id``) by the first write that finds it missing.
 - shorten by one (pop): a rewind. The newest message stays in the graph; a new branch starts at
-  its parent and becomes the active one.
+  its parent and becomes the active one, by compare-and-set on the active branch and its head:
+  two pops at once take two distinct messages (or one finds the branch empty), never the same
+  one twice.
 - clear: the chat is deleted, every branch with it; the next write creates it anew.
 
 Payloads are appended as :class:`~ctxstore.models.NewMessage` without an id: ids inside a
@@ -33,7 +35,12 @@ from ctxstore._core.ops.branches import create_branch
 from ctxstore._core.ops.chats import delete_chat
 from ctxstore._core.ops.opening import upsert_chat
 from ctxstore._core.protocol import Operation
-from ctxstore.errors import ChatNotFoundError, ConfigurationError, ValidationError
+from ctxstore.errors import (
+    ChatNotFoundError,
+    ConfigurationError,
+    HeadConflictError,
+    ValidationError,
+)
 from ctxstore.models import NewMessage
 from ctxstore.store.async_store import AsyncStore
 from ctxstore.store.sync_store import Store, connect
@@ -43,6 +50,9 @@ T = TypeVar("T")
 #: How often an append retries after creating the chat it found missing (a chat deleted again
 #: in between, by a clear on another worker, is created again the next time).
 _CREATE_ATTEMPTS = 3
+#: How often a pop reads the newest message again after another writer moved the branch
+#: between its read and its compare-and-set.
+_POP_ATTEMPTS = 20
 
 
 def open_store(store: Store | AsyncStore | None, url: str | None, owner: str) -> Store | AsyncStore:
@@ -92,6 +102,12 @@ class BranchLog:
     def read(self, limit: int | None = None) -> Operation[list[dict[str, Any]]]:
         """The payloads of the active branch, root first: all of them, or the newest ``limit``
         (none for ``limit`` <= 0). Copies: the caller may change them."""
+        stored = yield from self.read_stored(limit)
+        return [item["message"] for item in stored]
+
+    def read_stored(self, limit: int | None = None) -> Operation[list[dict[str, Any]]]:
+        """:meth:`read`'s messages as stored: each a dict with its ``message`` (the payload) and,
+        where it was appended with some, its ``metadata``. Copies."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
             raise ValidationError(f"limit must be an integer or None, got {limit!r}")
         if limit is not None and limit <= 0:
@@ -109,11 +125,23 @@ class BranchLog:
         except ChatNotFoundError:
             return []
         self._head = info.head_message_id
-        return copy.deepcopy(chain.payloads())
+        return [
+            {"message": item["message"], "metadata": item.get("metadata")}
+            for item in copy.deepcopy(chain.messages())
+        ]
 
-    def extend(self, payloads: Sequence[Mapping[str, Any]]) -> Operation[None]:
-        """Append ``payloads`` in order to the active branch (creating the chat if missing)."""
-        batch = [NewMessage(payload) for payload in payloads]
+    def extend(
+        self,
+        payloads: Sequence[Mapping[str, Any]],
+        metadata: Sequence[Mapping[str, Any] | None] | None = None,
+    ) -> Operation[None]:
+        """Append ``payloads`` in order to the active branch (creating the chat if missing),
+        each with its ``metadata`` (stored beside the payload, read back by :meth:`read_stored`)."""
+        extras = metadata if metadata is not None else [None] * len(payloads)
+        batch = [
+            NewMessage(payload, metadata=extra)
+            for payload, extra in zip(payloads, extras, strict=True)
+        ]
         if not batch:
             return
         state = self.store.state
@@ -142,31 +170,39 @@ class BranchLog:
         activated) at the newest message's parent. Returns that message, None when the branch
         is empty; the message stays in the graph, on the branch it was popped from."""
         state = self.store.state
-        try:
-            info, chain, _reply = yield from reads.read_branch(
-                state,
-                self.chat_id,
-                None,
-                max_depth=1,
-                window=reads.Window(newest=True),
-                user_id=self.user_id,
-            )
-        except ChatNotFoundError:
-            return None
-        newest = chain.messages()
-        if not newest:
-            return None
-        popped = newest[-1]
-        branch = yield from create_branch(
-            state,
-            self.chat_id,
-            popped["parent_id"],
-            base=info.name,
-            activate=True,
-            user_id=self.user_id,
-        )
-        self._head = branch.head_message_id
-        return copy.deepcopy(popped["message"])
+        for attempt in range(_POP_ATTEMPTS):
+            try:
+                info, chain, _reply = yield from reads.read_branch(
+                    state,
+                    self.chat_id,
+                    None,
+                    max_depth=1,
+                    window=reads.Window(newest=True),
+                    user_id=self.user_id,
+                )
+            except ChatNotFoundError:
+                return None
+            newest = chain.messages()
+            if not newest:
+                return None
+            popped = newest[-1]
+            try:
+                branch = yield from create_branch(
+                    state,
+                    self.chat_id,
+                    popped["parent_id"],
+                    base=info.name,
+                    activate=True,
+                    user_id=self.user_id,
+                    expected=(info.name, popped["id"]),
+                )
+            except HeadConflictError:
+                if attempt == _POP_ATTEMPTS - 1:
+                    raise
+                continue  # another pop or append came first: read the newest again
+            self._head = branch.head_message_id
+            return copy.deepcopy(popped["message"])
+        return None  # not reached: the last attempt returns or raises
 
     def clear(self) -> Operation[bool]:
         """Delete the chat (True if this call deleted it)."""

@@ -16,7 +16,11 @@ the chain of the chat's *active branch*, read anew at each call: a rewind made t
 ``ContextEngine`` shows at the next read. Messages are stored as OpenAI-format chat dicts
 (``convert_to_openai_messages``; ``convert_to_messages`` reads them back), so the same chat works
 with the engine, ``resolve()`` and ``litellm.completion``: tool calls and tool messages keep
-their ids and arguments. LangChain's message ids and ``response_metadata`` are not kept.
+their ids and arguments. What the OpenAI format has no place for is kept beside each message, in
+its ctxstore metadata under ``"langchain"``, and restored on read: the message's ``id``,
+``name``, ``additional_kwargs``, ``response_metadata``, ``usage_metadata``, and the role of a
+``ChatMessage`` (a custom role such as ``"critic"`` reads back as the ``ChatMessage`` it was;
+the engine sees it as a message of that role).
 
 - ``messages`` / ``aget_messages()``: the whole active branch, one round trip.
 - ``add_messages`` / ``aadd_messages``: one append to the branch active when it runs, by
@@ -37,6 +41,7 @@ try:
     from langchain_core.chat_history import BaseChatMessageHistory
     from langchain_core.messages import (
         BaseMessage,
+        ChatMessage,
         convert_to_messages,
         convert_to_openai_messages,
     )
@@ -81,17 +86,17 @@ class CtxStoreChatMessageHistory(BaseChatMessageHistory):
     @property
     def messages(self) -> list[BaseMessage]:  # type: ignore[override]
         """The messages of the active branch, oldest first."""
-        return _to_messages(self._log.run(self._log.read()))
+        return _to_messages(self._log.run(self._log.read_stored()))
 
     async def aget_messages(self) -> list[BaseMessage]:
-        return _to_messages(await self._log.arun(self._log.read()))
+        return _to_messages(await self._log.arun(self._log.read_stored()))
 
     def add_messages(self, messages: Sequence[BaseMessage]) -> None:
         """Append ``messages`` in order to the active branch, as OpenAI-format dicts."""
-        self._log.run(self._log.extend(_to_payloads(messages)))
+        self._log.run(self._log.extend(*_to_payloads(messages)))
 
     async def aadd_messages(self, messages: Sequence[BaseMessage]) -> None:
-        await self._log.arun(self._log.extend(_to_payloads(messages)))
+        await self._log.arun(self._log.extend(*_to_payloads(messages)))
 
     def clear(self) -> None:
         """Delete the chat."""
@@ -106,15 +111,54 @@ class CtxStoreChatMessageHistory(BaseChatMessageHistory):
             self.store.close()
 
 
-def _to_payloads(messages: Sequence[BaseMessage]) -> list[dict[str, Any]]:
+#: The metadata key under which a message keeps what its OpenAI-format payload cannot hold.
+EXTRAS_KEY = "langchain"
+#: The fields of a LangChain message restored from the extras (when the message had them).
+_KEPT = ("id", "name", "additional_kwargs", "response_metadata", "usage_metadata")
+
+
+def _to_payloads(
+    messages: Sequence[BaseMessage],
+) -> tuple[list[dict[str, Any]], list[dict[str, Any] | None]]:
+    """Each message as an OpenAI-format payload, and the metadata that keeps the rest."""
     for index, message in enumerate(messages):
         if not isinstance(message, BaseMessage):
             raise ValidationError(
                 f"messages[{index}] must be a LangChain message, got {type(message).__name__}"
             )
     converted = convert_to_openai_messages(list(messages))
-    return [dict(payload) for payload in converted]
+    payloads = [dict(payload) for payload in converted]
+    return payloads, [_extras(message) for message in messages]
 
 
-def _to_messages(payloads: list[dict[str, Any]]) -> list[BaseMessage]:
-    return list(convert_to_messages(payloads))
+def _extras(message: BaseMessage) -> dict[str, Any] | None:
+    kept = {
+        name: value
+        for name in _KEPT
+        if (value := getattr(message, name, None)) not in (None, {}, "")
+    }
+    if isinstance(message, ChatMessage):
+        kept["chat_role"] = message.role
+    return {EXTRAS_KEY: kept} if kept else None
+
+
+def _to_messages(stored: list[dict[str, Any]]) -> list[BaseMessage]:
+    return [_to_message(item["message"], item.get("metadata")) for item in stored]
+
+
+def _to_message(payload: dict[str, Any], metadata: dict[str, Any] | None) -> BaseMessage:
+    kept = (metadata or {}).get(EXTRAS_KEY) or {}
+    role = kept.get("chat_role")
+    if isinstance(role, str):
+        message: BaseMessage = ChatMessage(content=payload.get("content") or "", role=role)
+    else:
+        try:
+            message = convert_to_messages([payload])[0]
+        except ValueError:  # a role LangChain has no class for, stored without its extras
+            message = ChatMessage(
+                content=payload.get("content") or "", role=str(payload.get("role"))
+            )
+    for name in _KEPT:
+        if name in kept and hasattr(message, name):
+            setattr(message, name, kept[name])
+    return message

@@ -33,6 +33,7 @@ needs). On a sync store each call runs in a worker thread (``asyncio.to_thread``
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Mapping
 from typing import Any, cast
 
@@ -45,12 +46,23 @@ except ImportError as error:  # pragma: no cover - exercised without the extra i
         "pip install 'ctxstore[openai-agents]'"
     ) from error
 
-from ctxstore.errors import ValidationError
+from ctxstore.errors import CtxStoreError, ValidationError
 from ctxstore.integrations._branch_log import BranchLog, open_store
 from ctxstore.store.async_store import AsyncStore
 from ctxstore.store.sync_store import Store
 
-__all__ = ["CtxStoreSession"]
+__all__ = ["CtxStoreSession", "SessionClosedError", "SessionSettingsError"]
+
+
+class SessionSettingsError(ValidationError, TypeError):
+    """``session_settings`` names a setting the SDK does not have (``{"limitt": 1}``), or is not
+    settings at all: a ``TypeError``, as the SDK's own sessions raise, and a ctxstore
+    ``ValidationError``."""
+
+
+class SessionClosedError(CtxStoreError, RuntimeError):
+    """A call on a session after its ``close()``: a ``RuntimeError``, as the SDK's sessions
+    raise."""
 
 
 class CtxStoreSession:
@@ -68,9 +80,10 @@ class CtxStoreSession:
         session_settings: SessionSettings | Mapping[str, Any] | None = None,
     ) -> None:
         self.session_id = session_id
-        self._owns_store = store is None
-        self._log = BranchLog(open_store(store, url, "CtxStoreSession"), session_id, user_id)
         self.session_settings = _settings(session_settings)
+        self._owns_store = store is None
+        self._closed = False
+        self._log = BranchLog(open_store(store, url, "CtxStoreSession"), session_id, user_id)
 
     @property
     def store(self) -> Store | AsyncStore:
@@ -83,6 +96,7 @@ class CtxStoreSession:
     async def get_items(self, limit: int | None = None) -> list[TResponseInputItem]:
         """The newest ``limit`` items of the active branch, oldest first (None: the session
         settings' limit, else every item)."""
+        self._check_open()
         if limit is None and self.session_settings is not None:
             limit = self.session_settings.limit
         items = await self._log.arun(self._log.read(limit))
@@ -90,33 +104,51 @@ class CtxStoreSession:
 
     async def add_items(self, items: list[TResponseInputItem]) -> None:
         """Append ``items`` in order to the active branch, unchanged."""
+        self._check_open()
         payloads = [_payload(item, index) for index, item in enumerate(items)]
         await self._log.arun(self._log.extend(payloads))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Move the head back by one item (a rewind: the item stays in the graph) and return
         it; None on an empty session."""
+        self._check_open()
         item = await self._log.arun(self._log.pop())
         return cast("TResponseInputItem | None", item)
 
     async def clear_session(self) -> None:
         """Delete the chat."""
+        self._check_open()
         await self._log.arun(self._log.clear())
 
     def close(self) -> None:
-        """Close the store this session opened from ``url=`` (a store passed in stays open)."""
+        """End the session: every later call raises :class:`SessionClosedError`, as the SDK's
+        sessions do. The store this session opened from ``url=`` is closed (a store passed in
+        stays open). Closing twice is harmless."""
+        if self._closed:
+            return
+        self._closed = True
         if self._owns_store and isinstance(self.store, Store):
             self.store.close()
 
+    def _check_open(self) -> None:
+        if self._closed:
+            raise SessionClosedError(f"{type(self).__name__} is closed")
+
 
 def _settings(value: SessionSettings | Mapping[str, Any] | None) -> SessionSettings:
+    """The settings, as the SDK's sessions take them: a dict may name only the settings'
+    fields (a misspelt one would silently apply nothing)."""
     if value is None:
         return SessionSettings()
     if isinstance(value, SessionSettings):
         return value
     if isinstance(value, Mapping):
+        known = {field.name for field in dataclasses.fields(SessionSettings)}
+        unknown = sorted(str(name) for name in value if name not in known)
+        if unknown:
+            raise SessionSettingsError(f"Unknown session settings: {', '.join(unknown)}")
         return SessionSettings(**value)
-    raise ValidationError(
+    raise SessionSettingsError(
         f"session_settings must be a SessionSettings or a dict, got {type(value).__name__}"
     )
 

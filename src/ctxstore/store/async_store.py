@@ -7,6 +7,7 @@ that both stores expose the same names and signatures.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -35,6 +36,7 @@ from ctxstore._core.ops.verify import chat as verify
 from ctxstore._core.protocol import Exchange, Operation, Outcome, WireCommand
 from ctxstore._core.server_checks import with_startup_checks
 from ctxstore._core.state import StoreState
+from ctxstore.errors import ConfigurationError
 from ctxstore.models import (
     AppendResult,
     BranchChain,
@@ -77,9 +79,32 @@ class AsyncStore(StoreShell):
     def __init__(self, client: Any, state: StoreState, *, owns_client: bool) -> None:
         super().__init__(client, state, owns_client=owns_client)
         self._perform = aperformer(self.run)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def _serve(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Bind the store to ``loop`` on its first call; refuse another running loop at once.
+
+        redis-py's asyncio connections belong to the loop that opened them: a call from a
+        second loop (a thread pool's own, say) would wait on the first one's sockets until its
+        timeout. Once the first loop is closed (``asyncio.run`` returned), the next loop takes
+        the store over with a fresh connection pool; a Cluster client keeps its connections in
+        each node, out of reach, so there a new loop needs a new store."""
+        reset = getattr(getattr(self._client, "connection_pool", None), "reset", None)
+        if self._loop is not None and (not self._loop.is_closed() or not callable(reset)):
+            raise ConfigurationError(
+                "this AsyncStore serves the event loop of its first call, and was called from "
+                "another one: use one AsyncStore per event loop, or a sync Store (ctxstore."
+                "connect), which serves any loop"
+            )
+        if self._loop is not None and callable(reset):
+            reset()  # the old loop's connections cannot be used, nor closed, from this one
+        self._loop = loop
 
     async def close(self) -> None:
         """The async form of :meth:`Store.close`."""
+        loop = asyncio.get_running_loop()
+        if self._loop is not None and loop is not self._loop:
+            self._serve(loop)  # the first loop's connections are dropped, not closed from here
         if self._owns_client:
             await self._client.aclose()
 
@@ -96,6 +121,9 @@ class AsyncStore(StoreShell):
 
     async def run(self, operation: Operation[T]) -> T:
         """The async form of :meth:`Store.run`."""
+        loop = asyncio.get_running_loop()
+        if loop is not self._loop:
+            self._serve(loop)
         if self._state.checks_due:
             operation = with_startup_checks(self._state, operation)
         exchange = Exchange(operation, self._state.durability)

@@ -47,16 +47,25 @@ def create_branch(
     activate: bool = True,
     user_id: str | None = None,
     incarnation: str | None = None,
+    expected: tuple[str, str | None] | None = None,
 ) -> Operation[BranchInfo]:
     """A branch starting at ``at_message`` (empty for None).
 
     Without ``name`` it is called ``<base>-v<k+1>``, k counting the branches named ``base`` or
     starting with ``<base>-v``; the name is chosen inside the script, so concurrent forks never
-    collide. An explicit ``name`` that exists is a BranchExistsError.
+    collide. An explicit ``name`` that exists is a BranchExistsError. ``expected`` (branch,
+    head id or None for an empty branch): create it only while that branch is active with that
+    head, else a HeadConflictError and nothing is written (the adapters' pop).
     """
     chat = state.keyspace.chat(chat_id)
     if at_message is not None:
         check_name(at_message, "at_message")
+    guard = ""
+    if expected is not None:
+        check_name(expected[0], "expected branch")
+        if expected[1] is not None:
+            check_name(expected[1], "expected head")
+        guard = f"{expected[0]}\t{expected[1] or ''}"
     info: BranchInfo = yield _create_call(
         state,
         chat,
@@ -66,6 +75,7 @@ def create_branch(
         name=name,
         activate=activate,
         scope=scope_args(user_id, incarnation),
+        guard=guard,
     )
     return info
 
@@ -107,6 +117,7 @@ def _create_call(
     name: str | None,
     activate: bool,
     scope: tuple[str, str],
+    guard: str = "",
 ) -> Call[BranchInfo]:
     check_name(base, "base")
     if name is not None:
@@ -124,6 +135,7 @@ def _create_call(
             state.clock(),
             at_kind,
             new_request_id(),
+            guard,
         ),
         parse=_one_branch(chat),
         context=chat_context(chat.chat_id),
