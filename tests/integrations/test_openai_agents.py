@@ -330,6 +330,61 @@ async def test_sessions_popping_at_once_take_distinct_items(any_store: Any) -> N
         assert [contents([item]) for item in popped if item is not None] == [["last"]]
 
 
+async def test_any_json_item_is_stored_and_given_back_unchanged(
+    any_store: Any, twin: ctxstore.Store
+) -> None:
+    """The SDK's sessions store whatever item they are handed: so does this one (an item with
+    neither role nor type is kept as it is, counted as its JSON text, and kept with the item
+    before it by windows); the store itself still refuses such an item from anyone else."""
+    envelope = {"__enc__": 1, "v": 1, "kid": "k1", "payload": "gAAAAB-opaque"}
+    items: list[Any] = [{"role": "user", "content": "hi"}, envelope, {"custom": [1, {"x": None}]}]
+    session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+    await session.add_items(items)
+    assert await session.get_items() == items
+    assert await session.get_items(limit=1) == items[2:]
+    assert await session.pop_item() == items[2]
+    assert stored(twin) == items[:2]
+    with pytest.raises(ctxstore.ValidationError, match="got neither"):
+        twin.append("chat-1", None, [envelope], expected_head=None, on_conflict="rebase")
+    exported = list(twin.export_chat("chat-1"))
+    twin.import_chat(exported, chat_id="copy")
+    assert stored(twin, "copy") == items[:2]
+
+
+def test_an_opaque_item_counts_as_its_json_text_and_continues_its_group() -> None:
+    from ctxstore.messages.tokens import MESSAGE_OVERHEAD_TOKENS, count_tokens
+    from ctxstore.messages.tool_groups import continues_tool_group, safe_cut_point
+
+    envelope = {"__enc__": 1, "payload": "é"}
+    text = '{"__enc__":1,"payload":"é"}'
+    assert count_tokens(envelope, estimate_tokens=len) == MESSAGE_OVERHEAD_TOKENS + len(text)
+    assert continues_tool_group(envelope)
+    history = [{"role": "user", "content": "q"}, envelope, envelope]
+    assert safe_cut_point(history, 1) == 0  # no cut lands before an opaque item
+
+
+async def test_the_sdks_encrypted_session_wraps_this_one(any_store: Any) -> None:
+    """The SDK's own EncryptedSession stores envelopes (neither role nor type) in the session
+    it wraps: with this one underneath, items go in and come back, and a pop takes the newest."""
+    from agents.extensions.memory.encrypt_session import EncryptedSession
+
+    inner = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+    session = EncryptedSession(
+        session_id="chat-1",
+        underlying_session=inner,  # type: ignore[arg-type]
+        encryption_key="a high-entropy key for this test only",
+    )
+    items: list[Any] = [
+        {"role": "user", "content": "What is the weather?"},
+        {"role": "assistant", "content": "Sunny."},
+    ]
+    await session.add_items(items)
+    assert await session.get_items() == items
+    assert all("__enc__" in item for item in await inner.get_items())
+    assert await session.pop_item() == items[1]
+    assert await session.get_items() == items[:1]
+
+
 async def test_another_users_chat_is_refused(any_store: Any, twin: ctxstore.Store) -> None:
     await CtxStoreSession("chat-1", user_id=USER, store=any_store).add_items(
         [{"role": "user", "content": "mine"}]
@@ -352,7 +407,9 @@ async def test_bad_items_and_arguments_are_refused_before_any_write(
     session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
     await session.add_items([{"role": "user", "content": "ok"}])
     with pytest.raises(ctxstore.ValidationError):
-        await session.add_items([{"role": "user", "content": "x"}, {"call_id": "no type"}])  # type: ignore[list-item]
+        await session.add_items([{"role": "user", "content": "x"}, {"role": ""}])  # type: ignore[list-item]
+    with pytest.raises(ctxstore.ValidationError):
+        await session.add_items([{"role": "user", "content": "x"}, {"type": 3}])  # type: ignore[list-item]
     with pytest.raises(ctxstore.ValidationError):
         await session.add_items(["text"])  # type: ignore[list-item]
     with pytest.raises(ctxstore.ValidationError):

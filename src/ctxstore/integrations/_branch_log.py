@@ -134,9 +134,12 @@ class BranchLog:
         self,
         payloads: Sequence[Mapping[str, Any]],
         metadata: Sequence[Mapping[str, Any] | None] | None = None,
+        *,
+        any_items: bool = False,
     ) -> Operation[None]:
         """Append ``payloads`` in order to the active branch (creating the chat if missing),
-        each with its ``metadata`` (stored beside the payload, read back by :meth:`read_stored`)."""
+        each with its ``metadata`` (stored beside the payload, read back by :meth:`read_stored`).
+        ``any_items``: payloads with neither ``role`` nor ``type`` are stored as they are."""
         extras = metadata if metadata is not None else [None] * len(payloads)
         batch = [
             NewMessage(payload, metadata=extra)
@@ -155,6 +158,7 @@ class BranchLog:
                     expected_head=self._head,
                     on_conflict="rebase",
                     user_id=self.user_id,
+                    any_items=any_items,
                 )
             except ChatNotFoundError:
                 if attempt == _CREATE_ATTEMPTS - 1:

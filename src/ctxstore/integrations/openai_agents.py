@@ -106,7 +106,7 @@ class CtxStoreSession:
         """Append ``items`` in order to the active branch, unchanged."""
         self._check_open()
         payloads = [_payload(item, index) for index, item in enumerate(items)]
-        await self._log.arun(self._log.extend(payloads))
+        await self._log.arun(self._log.extend(payloads, any_items=True))
 
     async def pop_item(self) -> TResponseInputItem | None:
         """Move the head back by one item (a rewind: the item stays in the graph) and return

@@ -30,6 +30,7 @@ same 3 plus its texts: ``content`` parts, ``name``, ``arguments`` / ``input``, `
 from __future__ import annotations
 
 import importlib.util
+import json
 import logging
 import math
 import os
@@ -40,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from ctxstore.errors import ValidationError
+from ctxstore.messages.tool_groups import is_opaque_item
 from ctxstore.ui.parts import is_ui_message
 from ctxstore.ui.to_model import ui_model_messages
 
@@ -150,6 +152,9 @@ def message_tokens(
 def _chat_message_tokens(
     message: Mapping[str, Any], counter: TokenCounter, role_counter: TokenCounter | None
 ) -> int:
+    if is_opaque_item(message):  # what it holds is unknown: its JSON text, as a model reads
+        text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), default=str)
+        return MESSAGE_OVERHEAD_TOKENS + counter(text)
     tokens = MESSAGE_OVERHEAD_TOKENS
     role = message.get("role")
     if isinstance(role, str):

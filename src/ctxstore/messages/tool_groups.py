@@ -31,6 +31,7 @@ __all__ = [
     "TOOL_RESULT_ROLES",
     "calls_tools",
     "continues_tool_group",
+    "is_opaque_item",
     "is_tool_call_item",
     "is_tool_result",
     "safe_cut_point",
@@ -72,10 +73,18 @@ def is_tool_result(message: Mapping[str, Any]) -> bool:
     return kind is not None and (kind.endswith("_call_output") or kind in _OUTPUT_ITEM_TYPES)
 
 
+def is_opaque_item(message: Mapping[str, Any]) -> bool:
+    """Whether ``message`` is an *opaque* item: neither a ``role`` nor a ``type`` (what a
+    framework's session stores as given, such as the OpenAI Agents SDK's encrypted
+    envelopes; only the adapters store them)."""
+    return message.get("role") is None and "type" not in message
+
+
 def continues_tool_group(message: Mapping[str, Any]) -> bool:
     """Whether ``message`` belongs to the group of the message before it, so that nothing may
-    be cut right before it: a tool result, or a Responses API call item."""
-    return is_tool_result(message) or is_tool_call_item(message)
+    be cut right before it: a tool result, a Responses API call item, or an opaque item (it
+    may wrap either: kept with the item before it, as they are)."""
+    return is_tool_result(message) or is_tool_call_item(message) or is_opaque_item(message)
 
 
 def calls_tools(message: Mapping[str, Any]) -> bool:

@@ -278,16 +278,23 @@ def _with_metadata(
     }
 
 
-def check_payload(payload: object, where: str) -> dict[str, Any]:
+def check_payload(payload: object, where: str, *, any_item: bool = False) -> dict[str, Any]:
     """A message: a mapping with string keys that is a chat message (a non-empty string
     ``role``) or a role-less item of OpenAI's Responses API (a non-empty string ``type``:
-    ``function_call``, ``function_call_output``, ``reasoning``, ...)."""
+    ``function_call``, ``function_call_output``, ``reasoning``, ...).
+
+    ``any_item`` also takes a mapping with neither (an *opaque* item: what a framework's
+    session stores as it is given, such as the OpenAI Agents SDK's encrypted envelopes); only
+    the adapters and imports ask for it, so a store user's typo (``{"rol": "user"}``) is
+    still refused."""
     if type(payload) is not dict and not isinstance(payload, Mapping):
         raise ValidationError(
             f"{where} must be a chat-message mapping, got {type(payload).__name__}"
         )
     role = payload.get("role")
-    if role is None:
+    if role is None and any_item and "type" not in payload:
+        pass  # an opaque item
+    elif role is None:
         kind = payload.get("type")
         if not isinstance(kind, str) or not kind:
             raise ValidationError(

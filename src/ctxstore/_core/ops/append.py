@@ -76,6 +76,7 @@ def append_args(
     now: int,
     count_tokens: MessageCounter | None = None,
     base: int = 0,
+    any_items: bool = False,
 ) -> tuple[list[str], list[str], list[bytes], bytes]:
     """The chosen ids ("" for each generated one), the tags, the records and the token entries
     (counted with ``count_tokens``, else the store's counter); everything is validated and
@@ -83,7 +84,8 @@ def append_args(
 
     The client builds each record whole, as the child of the position before it
     (:func:`~ctxstore._core.format.records.encode_record`), so the script touches only the
-    few whose parent is elsewhere.
+    few whose parent is elsewhere. ``any_items``: opaque items are taken too (see
+    :func:`~ctxstore._core.format.records.check_payload`).
     """
     items = list(messages)
     if not items:
@@ -120,7 +122,7 @@ def append_args(
             # A UI message comes from a browser: its parts are checked as the AI SDK checks
             # them before anything is sent (its id is the chosen one, or generated).
             check_ui_message({**payload, "id": chosen or "generated"}, index)
-        checked = check_payload(payload, where)
+        checked = check_payload(payload, where, any_item=any_items)
         payloads.append(checked)
         body = encode(checked, what=where, limit=limit)
         records.append(
@@ -146,6 +148,7 @@ def append(
     count_tokens: MessageCounter | None = None,
     compaction: CompactionTrigger | None = None,
     title_if_none: str | None = None,
+    any_items: bool = False,
 ) -> Operation[AppendResult]:
     """Append in order and move the head, in one script; see ``lua/append.lua`` for the policies.
     ``branch`` None writes to the branch that is active when the script runs.
@@ -156,6 +159,8 @@ def append(
     takes the branch's context to its threshold, the script sets the chat's job marker (once)
     and, on a single server, adds the job to its stream; elsewhere the job follows the reply.
     ``title_if_none``: the title the chat takes in the same call if it has none yet.
+    ``any_items``: opaque items (neither ``role`` nor ``type``) are taken too, for the adapters
+    of frameworks whose sessions store any item.
     """
     chat = state.keyspace.chat(chat_id)
     if branch is not None:
@@ -168,7 +173,7 @@ def append(
     now = state.clock()
     base = 0 if expected_head is None else state.head_sizes.get(chat_id, expected_head)
     chosen_ids, tags, records, entries = append_args(
-        state, messages, now=now, count_tokens=count_tokens, base=base
+        state, messages, now=now, count_tokens=count_tokens, base=base, any_items=any_items
     )
     script = load_script("append")
     owner = user_id if user_id is not None else state.owners.get(chat_id)

@@ -334,7 +334,10 @@ class ChatImport:
             f"{where} tokens must be a count up to {MAX_MESSAGE_TOKENS}",
         )
         limit = self._state.limits.max_message_bytes
-        payload = check_payload(take_value(record, "message", where, required=True), where)
+        # Opaque items too: a chat an adapter wrote may hold them, and an export must import.
+        payload = check_payload(
+            take_value(record, "message", where, required=True), where, any_item=True
+        )
         body = encode(payload, what=where, limit=limit)
         metadata = take_value(record, "metadata", where, required=False)
         extra = b""
