@@ -30,6 +30,7 @@ CACHE = ROOT / ".peer-suites"
 _SQLITE_POOL = "SQLiteSession's per-thread sqlite3 connection pool (_connections)"
 _SQLITE_ROWS = "writes rows through SQLiteSession's own sqlite3 connection and table"
 _SQLITE_TX = "SQLiteSession's sqlite3 transactions and connection recovery"
+_ENCRYPTED_POP = "EncryptedSession's atomic authenticated pop, native SQLiteSession only"
 
 
 @dataclass(frozen=True)
@@ -95,6 +96,38 @@ SUITES = (
             ),
         },
     ),
+    Suite(
+        package="openai-agents",
+        version="0.24.0",
+        swaps={
+            "tests/extensions/memory/test_encrypt_session.py": (
+                "    SQLiteSession,\n    TResponseInputItem,\n)\n",
+                "    TResponseInputItem,\n)\nfrom stand_ins import SQLiteSession\n",
+            ),
+        },
+        internals={
+            # EncryptedSession authenticates a pop atomically only inside a native
+            # SQLiteSession (its private _pop_item_with_validation); with any other session,
+            # the SDK's own Redis and SQLAlchemy ones included, it takes its documented
+            # delegating path.
+            "test_encrypted_pop_wrong_key_preserves_recoverable_history": _ENCRYPTED_POP,
+            "test_encrypted_pop_rechecks_authentication_after_expired_tail": _ENCRYPTED_POP,
+            "test_encrypted_pop_authentication_is_atomic_with_concurrent_mutations": (
+                _ENCRYPTED_POP
+            ),
+            "test_encrypted_pop_cancellation_waits_for_authentication_rollback": _ENCRYPTED_POP,
+            "test_encrypted_pop_wrong_key_preserves_row_identity": (
+                "reads SQLiteSession's agent_messages table with sqlite3"
+            ),
+            "test_encrypted_compaction_skips_unencrypted_stored_history": (
+                "SQLiteSession's private _get_compaction_snapshot"
+            ),
+            "test_encrypted_session_scan_budget_rejects_negative_limit_before_read": (
+                "SQLiteSession's historical read of everything for a negative limit (the SDK's "
+                "Redis session, in the next test, reads none; CtxStoreSession documents none)"
+            ),
+        },
+    ),
 )
 
 
@@ -115,7 +148,8 @@ def sdist(suite: Suite) -> Path:
 
 
 def prepare(suite: Suite, work: Path) -> Path:
-    """The suite's tests unpacked into ``work``, swapped, beside the stand-ins."""
+    """The suite's tests unpacked into ``work`` (once per package), swapped, beside the
+    stand-ins."""
     with tarfile.open(sdist(suite)) as archive:
         members = [m for m in archive.getmembers() if m.name.startswith(f"{suite.folder}/tests/")]
         archive.extractall(work, members=members, filter="data")
