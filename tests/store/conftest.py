@@ -12,6 +12,11 @@ from ctxstore import NewMessage
 @pytest.fixture
 def chat(store: Any) -> str:
     """Chat ``c1`` of alice holding ``m1`` (user "a") <- ``m2`` (assistant "b") on main."""
+    return seed_chat(store)
+
+
+def seed_chat(store: Any) -> str:
+    """What :func:`chat` holds, written through ``store`` (any shell)."""
     store.upsert_chat("c1", "alice")
     store.append(
         "c1",

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore import NewMessage
 from ctxstore.errors import HeadConflictError
+from tests.store.conftest import seed_chat
 
 
 def test_auto_names_follow_the_base(store: Any, chat: str) -> None:
@@ -108,16 +108,7 @@ def test_a_branch_guarded_by_the_active_head_is_refused_once_it_moved(
     with that head; otherwise a HeadConflictError naming the active head, and nothing written."""
     from ctxstore._core.ops.branches import create_branch
 
-    sync_store.upsert_chat("c1", "alice")
-    sync_store.append(
-        "c1",
-        "main",
-        [
-            NewMessage({"role": "user", "content": "a"}, id="m1"),
-            NewMessage({"role": "assistant", "content": "b"}, id="m2"),
-        ],
-        expected_head=None,
-    )
+    seed_chat(sync_store)
     before = snap()
     with pytest.raises(HeadConflictError) as raised:
         sync_store.run(create_branch(sync_store.state, "c1", "m1", expected=expected))

@@ -102,16 +102,27 @@ class BranchLog:
     def read(self, limit: int | None = None) -> Operation[list[dict[str, Any]]]:
         """The payloads of the active branch, root first: all of them, or the newest ``limit``
         (none for ``limit`` <= 0). Copies: the caller may change them."""
-        stored = yield from self.read_stored(limit)
-        return [item["message"] for item in stored]
+        chain = yield from self._chain(limit)
+        return [] if chain is None else copy.deepcopy(chain.payloads())
 
     def read_stored(self, limit: int | None = None) -> Operation[list[dict[str, Any]]]:
         """:meth:`read`'s messages as stored: each a dict with its ``message`` (the payload) and,
         where it was appended with some, its ``metadata``. Copies."""
+        chain = yield from self._chain(limit)
+        if chain is None:
+            return []
+        return [
+            {"message": item["message"], "metadata": item.get("metadata")}
+            for item in copy.deepcopy(chain.messages())
+        ]
+
+    def _chain(self, limit: int | None) -> Operation[Any]:
+        """The active branch's chain (the newest ``limit`` messages), None when there is none
+        to read (no chat, or ``limit`` <= 0)."""
         if limit is not None and (isinstance(limit, bool) or not isinstance(limit, int)):
             raise ValidationError(f"limit must be an integer or None, got {limit!r}")
         if limit is not None and limit <= 0:
-            return []
+            return None
         window = reads.Window(newest=True) if limit else reads.WHOLE_CHAIN
         try:
             info, chain, _reply = yield from reads.read_branch(
@@ -123,12 +134,9 @@ class BranchLog:
                 user_id=self.user_id,
             )
         except ChatNotFoundError:
-            return []
+            return None
         self._head = info.head_message_id
-        return [
-            {"message": item["message"], "metadata": item.get("metadata")}
-            for item in copy.deepcopy(chain.messages())
-        ]
+        return chain
 
     def extend(
         self,
