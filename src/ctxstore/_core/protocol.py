@@ -33,7 +33,7 @@ WireCommand = tuple[Arg, ...]
 #: The most arguments one command may carry (its name included) on the managed services that
 #: cap it: ElastiCache Serverless refuses a request of more. Every command ctxstore sends stays
 #: within it whatever the input (a long append packs its records into two arguments, an import
-#: stages a thousand records a command); with the managed-service checks on
+#: closes a staging chunk before it could pass the cap); with the managed-service checks on
 #: (:data:`~ctxstore._core.scripts.CHECK_KEYS_ENV`, read once at import), a command over it
 #: raises before it is sent.
 MAX_COMMAND_ARGUMENTS = 3999
