@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import threading
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -235,10 +236,13 @@ async def test_session_settings(any_store: Any) -> None:
         CtxStoreSession("chat-1", user_id=USER, store=any_store, session_settings={"limitt": 1})
 
 
-async def test_a_closed_session_refuses_every_call(any_store: Any, twin: ctxstore.Store) -> None:
-    """As the SDK's sessions: a RuntimeError after close(), before anything is read or written
-    (add_items([]) included); closing twice is harmless."""
-    session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+async def test_a_closed_session_refuses_every_call(backend: str) -> None:
+    """As the SDK's sessions that own their connection (``SQLiteSession``,
+    ``RedisSession.from_url``): a session that opened its store from ``url=`` closes it, and
+    every later call is a RuntimeError before anything is read or written (add_items([])
+    included); closing twice is harmless."""
+    chat_id = f"closed-{uuid.uuid4().hex[:12]}"
+    session = CtxStoreSession(chat_id, user_id=USER, url=backend)
     await session.add_items([{"role": "user", "content": "kept"}])
     session.close()
     session.close()
@@ -251,7 +255,26 @@ async def test_a_closed_session_refuses_every_call(any_store: Any, twin: ctxstor
     ):
         with pytest.raises(RuntimeError, match="CtxStoreSession is closed"):
             await call
-    assert contents(stored(twin)) == ["kept"]
+    if not backend.startswith("memory://"):  # a private embedded store is gone with its session
+        reader = CtxStoreSession(chat_id, user_id=USER, url=backend)
+        assert contents(await reader.get_items()) == ["kept"]
+        await reader.clear_session()
+        reader.close()
+
+
+async def test_closing_a_session_on_a_store_passed_in_changes_nothing(
+    any_store: Any, twin: ctxstore.Store
+) -> None:
+    """As ``RedisSession`` with an injected client: the caller owns the store, so ``close()``
+    neither closes it nor ends the session."""
+    session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+    await session.add_items([{"role": "user", "content": "before close"}])
+    session.close()
+    await session.add_items([{"role": "user", "content": "after close"}])
+    assert contents(await session.get_items()) == ["before close", "after close"]
+    assert contents(stored(twin)) == ["before close", "after close"]
+    other = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+    assert len(await other.get_items()) == 2
 
 
 async def test_content_that_cannot_be_stored_is_a_type_error(

@@ -22,9 +22,13 @@ them (messages, ``function_call``, ``function_call_output``, ``reasoning``, ...)
   (four for the write that creates the chat).
 - ``pop_item()``: moves the head back, like a rewind: the newest item stays in the graph on the
   branch it was popped from, and a new branch (``<branch>-v<k+1>``) starts at its parent and
-  becomes active. Returns the item (None on an empty session). Two round trips. An item
+  becomes active, by compare-and-set on the active branch and its head: two pops at once take
+  two distinct items. Returns the item (None on an empty session). Two round trips. An item
   appended by another worker while a pop runs stays on the branch the pop left.
 - ``clear_session()``: deletes the chat, every branch with it.
+- ``close()``: as the SDK's sessions, by who owns the connection: one opened from ``url=`` is
+  closed and the session ends (later calls raise :class:`SessionClosedError`); a store passed
+  in is the caller's, and ``close()`` changes nothing.
 
 ``store=`` takes a :class:`~ctxstore.store.Store` or an :class:`~ctxstore.store.AsyncStore`
 (``url=`` instead opens a sync store, which serves any event loop, as ``Runner.run_sync``'s
@@ -121,13 +125,15 @@ class CtxStoreSession:
         await self._log.arun(self._log.clear())
 
     def close(self) -> None:
-        """End the session: every later call raises :class:`SessionClosedError`, as the SDK's
-        sessions do. The store this session opened from ``url=`` is closed (a store passed in
-        stays open). Closing twice is harmless."""
-        if self._closed:
+        """End the session, by the SDK's rule for who owns the connection: a session that opened
+        its store (``url=``) closes it, and every later call raises
+        :class:`SessionClosedError`, as ``SQLiteSession`` and ``RedisSession.from_url`` do; with
+        a store passed in (``store=``) the caller owns it and ``close()`` changes nothing, as
+        ``RedisSession`` with an injected client. Closing twice is harmless."""
+        if self._closed or not self._owns_store:
             return
         self._closed = True
-        if self._owns_store and isinstance(self.store, Store):
+        if isinstance(self.store, Store):
             self.store.close()
 
     def _check_open(self) -> None:
