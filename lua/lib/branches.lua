@@ -43,15 +43,21 @@ local function read_active_branch(chat_key, branch_key, active)
   return parse_branch(branch_key, active, raw), raw
 end
 
+-- A branch name is at most this many bytes, as every name the API takes (ids.check_name).
+local MAX_NAME_BYTES = 256
+
 -- Branch auto-naming: <base>-v<k+1>, k = the branches named <base> or starting with <base>-v.
 -- Returns a function that reserves names, so several forks in one script never collide; a name
--- already taken (a branch created by hand) moves the counter on.
+-- already taken (a branch created by hand) moves the counter on. A name that would pass
+-- MAX_NAME_BYTES (forks of forks nest: main-v2-v2-...) drops the base's own trailing -v<n>
+-- parts, one at a time, keeping as much of its lineage as fits; a base with none left to drop
+-- is an INVALID error (the caller names the branch itself). Callers name before any write.
 local function branch_namer(branch_key)
   local taken = {}
   for _, name in ipairs(redis.call('HKEYS', branch_key)) do
     taken[name] = true
   end
-  return function(base)
+  local function candidate(base)
     local prefix = base .. '-v'
     local count = 0
     for name in pairs(taken) do
@@ -63,7 +69,19 @@ local function branch_namer(branch_key)
     while taken[prefix .. k] do
       k = k + 1
     end
-    local name = prefix .. k
+    return prefix .. k
+  end
+  return function(base)
+    local name = candidate(base)
+    while #name > MAX_NAME_BYTES do
+      local shorter = string.match(base, '^(.+)%-v%d+$')
+      if not shorter then
+        fail('INVALID', {reason = 'a fork of branch ' .. base .. ' would be named with more '
+          .. 'than 256 bytes: give the new branch a name', limit = MAX_NAME_BYTES})
+      end
+      base = shorter
+      name = candidate(base)
+    end
     taken[name] = true
     return name
   end

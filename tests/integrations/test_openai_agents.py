@@ -331,6 +331,21 @@ async def test_pop_moves_the_head_back_and_keeps_the_item_in_the_graph(
     assert contents(await session.get_items()) == ["Again"]
 
 
+async def test_many_pops_keep_short_branch_names(any_store: Any, twin: ctxstore.Store) -> None:
+    """Each pop's branch is numbered from the name without its own -v<k>: sibling names
+    (main-v2, main-v3, ...), never one nested -v<k> per pop, which would pass the 256 bytes a
+    name may have after some eighty pops and leave the session unusable."""
+    session = CtxStoreSession("chat-1", user_id=USER, store=any_store)
+    await session.add_items([{"role": "user", "content": f"m{i}"} for i in range(130)])
+    for i in reversed(range(120)):
+        popped = await session.pop_item()
+        assert popped is not None
+        assert popped["content"] == f"m{i + 10}"
+    assert contents(await session.get_items()) == [f"m{i}" for i in range(10)]
+    assert twin.get_branch("chat-1").name == "main-v121"
+    assert max(len(branch.name) for branch in twin.list_branches("chat-1")) == len("main-v121")
+
+
 async def test_sessions_popping_at_once_take_distinct_items(any_store: Any) -> None:
     """Two sessions on one chat pop at once: each takes its own item, atomically (the SDK's
     sessions guarantee it); with one item left, one of them gets None."""

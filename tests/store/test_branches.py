@@ -20,6 +20,32 @@ def test_auto_names_follow_the_base(store: Any, chat: str) -> None:
     assert store.create_branch(chat, "m2", base="main").name == "main-v5"
 
 
+def test_nested_forks_keep_their_names_within_256_bytes(store: Any, chat: str) -> None:
+    """Forks of forks nest (main-v2-v2-...); a name that would pass 256 bytes, the most any
+    name the API takes may have, drops the base's own trailing -v<n> parts until it fits, so
+    every auto-named branch can be named again (read, activated, forked)."""
+    base = "main"
+    names = []
+    for _ in range(150):
+        base = store.create_branch(chat, "m1", base=base, activate=False).name
+        names.append(base)
+    assert all(len(name.encode()) <= 256 for name in names)
+    assert len(set(names)) == 150
+    assert names[1] == "main-v2-v2"  # lineage kept while it fits
+    assert store.get_branch(chat, names[-1]).head_message_id == "m1"
+    assert store.create_branch(chat, "m2", base=names[-1]).name.startswith("main-v2-v2")
+
+
+def test_a_base_too_long_to_number_is_refused_before_any_write(store: Any, chat: str) -> None:
+    long_name = "b" * 254
+    store.create_branch(chat, "m1", name=long_name, activate=False)
+    before = store.list_branches(chat)
+    with pytest.raises(ctxstore.ValidationError, match="more than 256 bytes"):
+        store.create_branch(chat, "m1", base=long_name)
+    assert store.list_branches(chat) == before
+    assert store.create_branch(chat, "m1", base=long_name, name="short").name == "short"
+
+
 def test_a_taken_auto_name_moves_the_counter_on(store: Any, chat: str) -> None:
     store.create_branch(chat, "m1", name="other-v2")
     store.create_branch(chat, "m1", base="other", name="other")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import copy
+import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
@@ -50,6 +51,9 @@ T = TypeVar("T")
 #: How often an append retries after creating the chat it found missing (a chat deleted again
 #: in between, by a clear on another worker, is created again the next time).
 _CREATE_ATTEMPTS = 3
+#: The ``-v<k>`` an auto-named branch ends with (a pop numbers its branches from the name
+#: without it).
+_SUFFIX = re.compile(r"-v[0-9]+\Z")
 #: How often a pop reads the newest message again after another writer moved the branch
 #: between its read and its compare-and-set.
 _POP_ATTEMPTS = 20
@@ -178,9 +182,14 @@ class BranchLog:
             return
 
     def pop(self) -> Operation[dict[str, Any] | None]:
-        """Move the active branch back by one message: a new branch (``<branch>-v<k+1>``,
-        activated) at the newest message's parent. Returns that message, None when the branch
-        is empty; the message stays in the graph, on the branch it was popped from."""
+        """Move the active branch back by one message: a new branch (activated) at the newest
+        message's parent. Returns that message, None when the branch is empty; the message
+        stays in the graph, on the branch it was popped from.
+
+        The new branch is a sibling, not a child: pops from ``main``, then ``main-v2``, then
+        ``main-v3`` make ``main-v2``, ``main-v3``, ``main-v4`` (the name's own ``-v<n>`` is
+        dropped before numbering), so a session popped a thousand times keeps short names
+        instead of nesting one ``-v<k>`` per pop."""
         state = self.store.state
         for attempt in range(_POP_ATTEMPTS):
             try:
@@ -203,7 +212,7 @@ class BranchLog:
                     state,
                     self.chat_id,
                     popped["parent_id"],
-                    base=info.name,
+                    base=_SUFFIX.sub("", info.name),
                     activate=True,
                     user_id=self.user_id,
                     expected=(info.name, popped["id"]),

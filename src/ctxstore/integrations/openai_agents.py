@@ -21,10 +21,11 @@ them (messages, ``function_call``, ``function_call_output``, ``reasoning``, ...)
   ``on_conflict="rebase"``: any number of workers on one session lose nothing. One round trip
   (four for the write that creates the chat).
 - ``pop_item()``: moves the head back, like a rewind: the newest item stays in the graph on the
-  branch it was popped from, and a new branch (``<branch>-v<k+1>``) starts at its parent and
-  becomes active, by compare-and-set on the active branch and its head: two pops at once take
-  two distinct items. Returns the item (None on an empty session). Two round trips. An item
-  appended by another worker while a pop runs stays on the branch the pop left.
+  branch it was popped from, and a new branch (``main-v2``, ``main-v3``, ...: repeated pops do
+  not nest) starts at its parent and becomes active, by compare-and-set on the active branch
+  and its head: two pops at once take two distinct items. Returns the item (None on an empty
+  session). Two round trips. An item appended by another worker while a pop runs stays on the
+  branch the pop left.
 - ``clear_session()``: deletes the chat, every branch with it.
 - ``close()``: as the SDK's sessions, by who owns the connection: one opened from ``url=`` is
   closed and the session ends (later calls raise :class:`SessionClosedError`); a store passed
