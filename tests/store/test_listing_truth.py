@@ -143,3 +143,17 @@ def test_an_index_member_that_is_no_chat_id_is_left_out_and_removed(
     assert [c.id for c in store.list_chats()] == ["c02", "c01", "c00"]
     assert raw.zscore(indexes(store)[1], member) is None  # removed from the index read
     assert store.list_chats_page(user_id="alice").skipped == ()
+
+
+def test_a_listing_that_may_not_repair_leaves_the_index_as_it_is(store: Any, raw: Any) -> None:
+    """``repair=False`` (the web console, which never writes): a stale entry is placed where
+    its chat belongs, and the index keeps it as it was."""
+    ids = make_chats(store, 4)
+    for index in indexes(store):
+        raw.zadd(index, {"c00": 1_800_000_000_000, "ghost": 1_900_000_000_000})
+    before = {index: raw.zrange(index, 0, -1, withscores=True) for index in indexes(store)}
+    page = store.run(listing.list_chats_page(store.state, limit=10, repair=False))
+    assert [c.id for c in page.chats] == list(reversed(ids))
+    assert {index: raw.zrange(index, 0, -1, withscores=True) for index in indexes(store)} == before
+    store.list_chats_page(limit=10)  # the store's own listing repairs
+    assert raw.zscore(indexes(store)[0], "ghost") is None

@@ -205,9 +205,15 @@ class _Stretch:
 
 
 def _read_stretch(
-    state: StoreState, index: str, user_id: str | None, start: int | Position, count: int
+    state: StoreState,
+    index: str,
+    user_id: str | None,
+    start: int | Position,
+    count: int,
+    repair: bool = True,
 ) -> Operation[_Stretch]:
-    """Read ``count`` index entries from ``start`` and check each against its chat."""
+    """Read ``count`` index entries from ``start`` and check each against its chat (and repair
+    the entries found stale, unless ``repair`` is False)."""
     entries = yield _range_call(index, count, start)
     stretch = _Stretch(after=(entries[-1][1], entries[-1][0]) if len(entries) == count else None)
     repairs: list[indexes.Repair] = []
@@ -229,7 +235,8 @@ def _read_stretch(
         for entry, info in zip(readable, infos, strict=True)
         if (place := _place(entry, info, user_id, repairs)) is not None
     ]
-    yield from _repair(index, repairs)
+    if repair:
+        yield from _repair(index, repairs)
     places.sort(key=lambda place: place.position, reverse=True)
     boundary = stretch.after
     stretch.places = [p for p in places if boundary is None or p.position >= boundary]
@@ -336,11 +343,14 @@ def list_chats_page(
     user_id: str | None = None,
     cursor: str | None = None,
     limit: int = 50,
+    repair: bool = True,
 ) -> Operation[ChatPage]:
     """One page of chats newest first, and the cursor of the next (None after the last).
 
     A corrupt chat takes its place in the page and is named in ``skipped`` instead of listed;
     an index member that is no chat id is named there too, and removed from the index.
+    ``repair=False`` reads only: stale index entries are placed as ever but left as they are
+    (the web console, which never writes).
     """
     if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= MAX_PAGE:
         raise ValidationError(f"limit must be an integer from 1 to {MAX_PAGE}, got {limit!r}")
@@ -357,7 +367,7 @@ def list_chats_page(
         # that ends the listing says so.
         left = limit - taken
         chunk = left + 1 if left <= SCAN_CHUNK else SCAN_CHUNK
-        stretch = yield from _read_stretch(state, index, user_id, start, chunk)
+        stretch = yield from _read_stretch(state, index, user_id, start, chunk, repair)
         skipped += stretch.bad_members
         for place in stretch.places[:left]:
             taken += 1
@@ -372,7 +382,8 @@ def list_chats_page(
         if more or stretch.after is None:
             break
         start = stretch.after
-    yield from _repair(index, passed)
+    if repair:
+        yield from _repair(index, passed)
     next_cursor = encode_cursor(_given(last)) if more else None
     return ChatPage(tuple(chats), next_cursor, tuple(skipped))
 
