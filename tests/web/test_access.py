@@ -90,3 +90,11 @@ def test_the_login_never_sends_the_browser_to_another_site(client: TestClient, t
 def test_a_forged_cookie_is_refused(client: TestClient) -> None:
     client.cookies.set(COOKIE, TOKEN)
     assert client.get("/a").status_code == 401
+
+
+def test_importing_the_console_loads_no_web_framework() -> None:
+    from tests.store.test_api import loaded_after
+
+    frameworks = ("starlette", "jinja2", "uvicorn", "fastapi", "litellm")
+    assert loaded_after("import ctxstore, ctxstore.web", frameworks) == []
+    assert loaded_after("import ctxstore.web.access, ctxstore.web.tenants", frameworks) == []

@@ -2,8 +2,9 @@
 
 ``ctxstore [--url URL] [--namespace NS] COMMAND ...`` where COMMAND is ``demo``, ``chats``,
 ``tree``, ``log``, ``branches``, ``checkpoints``, ``export``, ``import``, ``delete``,
-``verify``, ``worker`` (:mod:`ctxstore.worker.command`) or ``local`` (the server of a
-``local://`` store, :mod:`ctxstore.cli.local`); ``ctxstore --version`` prints the
+``verify``, ``worker`` (:mod:`ctxstore.worker.command`), ``local`` (the server of a
+``local://`` store, :mod:`ctxstore.cli.local`) or ``web`` (the read-only web console,
+:mod:`ctxstore.cli.web`); ``ctxstore --version`` prints the
 version, and ``python -m ctxstore`` is the same program. Without ``--url`` the store comes from
 ``CTXSTORE_URL``, else the embedded ``memory://`` store, which starts empty in every process: a
 one-line note on stderr says so, since nothing will be found there.
@@ -36,6 +37,7 @@ from ctxstore.cli.files import FileProblemError, opened_lines, write_text
 from ctxstore.cli.local import add_local_command
 from ctxstore.cli.terminal import BROKEN_PIPE_EXIT, Style, confirm, silence_stdout
 from ctxstore.cli.tree import printable, visualize_graph
+from ctxstore.cli.web import add_web_command
 from ctxstore.errors import ChatNotFoundError, CtxStoreError
 from ctxstore.models import ChatGraph
 from ctxstore.worker.command import URL_ENV, add_worker_command
@@ -381,6 +383,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_verify(commands)
     add_worker_command(commands, _positive_int)
     add_local_command(commands)
+    add_web_command(commands)
     return parser
 
 

@@ -1,0 +1,131 @@
+"""The workers page: the compaction job streams of a namespace, read in one round trip.
+
+Per stream: its length, the jobs pending in the workers' consumer group (per consumer, and how
+long the oldest has waited), the consumers with their idle time; then the newest dead letters
+with their last error, and every worker's last heartbeat. A Redis user without the rights to
+these keys (a tenant's ACL user limited to its chats) gets the page with what it may read and
+a note for the rest, not an error page.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from ctxstore._core.protocol import Call, Operation, command_call
+from ctxstore._core.state import StoreState
+from ctxstore.errors import CtxStoreError
+from ctxstore.web.reading import scored
+from ctxstore.worker.streams import GROUP
+
+#: Dead letters shown, newest first.
+DEAD_LETTERS_SHOWN = 20
+
+
+@dataclass
+class StreamView:
+    key: str
+    length: int | None = None
+    pending: int = 0
+    oldest_pending_age_s: float | None = None
+    consumers: list[tuple[str, int, float]] = field(default_factory=list)  # name, pending, idle s
+    problem: str | None = None
+
+
+@dataclass
+class WorkersView:
+    streams: list[StreamView]
+    dead_letters: list[dict[str, str]]
+    heartbeats: list[tuple[str, float]]  # worker, seconds since its last beat
+    problems: list[str]
+
+    @property
+    def length(self) -> int:
+        return sum(stream.length or 0 for stream in self.streams)
+
+    @property
+    def pending(self) -> int:
+        return sum(stream.pending for stream in self.streams)
+
+
+def workers_view(state: StoreState, now_s: float) -> Operation[WorkersView]:
+    keyspace = state.keyspace
+    streams = keyspace.job_streams()
+    calls: list[Call[Any]] = []
+    for stream in streams:
+        calls.append(command_call(("XLEN", stream), (stream,)))
+        calls.append(command_call(("XPENDING", stream, GROUP), (stream,)))
+        calls.append(command_call(("XPENDING", stream, GROUP, "-", "+", 1), (stream,)))
+        calls.append(command_call(("XINFO", "CONSUMERS", stream, GROUP), (stream,)))
+    dead = keyspace.dead_letters
+    calls.append(command_call(("XREVRANGE", dead, "+", "-", "COUNT", DEAD_LETTERS_SHOWN), (dead,)))
+    calls.append(
+        command_call(("ZRANGE", keyspace.workers, 0, -1, "WITHSCORES"), (keyspace.workers,))
+    )
+    replies = yield tuple(calls)
+    problems: list[str] = []
+    views = [_stream(stream, replies[4 * i : 4 * i + 4]) for i, stream in enumerate(streams)]
+    letters = []
+    dead_reply, beats = replies[-2], replies[-1]
+    if isinstance(dead_reply, CtxStoreError):
+        problems.append(f"dead letters: {_problem(dead_reply)}")
+    else:
+        for entry_id, flat in dead_reply or ():
+            fields = _pairs(flat)
+            fields["entry"] = _text(entry_id)
+            letters.append(fields)
+    heartbeats = []
+    if isinstance(beats, CtxStoreError):
+        problems.append(f"heartbeats: {_problem(beats)}")
+    else:
+        for name, beat in scored(beats):
+            heartbeats.append((_text(name), max(0.0, now_s - float(beat) / 1000)))
+    if any(view.problem for view in views):
+        problems.append("job streams: " + next(v.problem for v in views if v.problem))
+    return WorkersView(views, letters, heartbeats, problems)
+
+
+def _stream(key: str, replies: Any) -> StreamView:
+    """One job stream from its XLEN, XPENDING (summary and oldest) and XINFO CONSUMERS."""
+    length, summary, oldest, consumers = replies
+    view = StreamView(key)
+    if isinstance(length, CtxStoreError):
+        view.problem = _problem(length)
+    else:
+        view.length = int(length)
+    if isinstance(summary, CtxStoreError):
+        if "NOGROUP" not in str(summary):  # no worker has joined yet: nothing pending
+            view.problem = view.problem or _problem(summary)
+    elif summary:
+        view.pending = int(summary[0] or 0)
+    if not isinstance(oldest, CtxStoreError) and oldest:
+        view.oldest_pending_age_s = int(oldest[0][2]) / 1000
+    if not isinstance(consumers, CtxStoreError):
+        for entry in consumers or ():
+            fields = _pairs(entry)
+            view.consumers.append(
+                (
+                    fields.get("name", "?"),
+                    int(fields.get("pending", 0)),
+                    int(fields.get("idle", 0)) / 1000,
+                )
+            )
+    return view
+
+
+def _problem(error: CtxStoreError) -> str:
+    text = str(error)
+    if "NOPERM" in text or "permission" in text.lower():
+        return "this console's Redis user lacks the rights to read it"
+    return text
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _pairs(flat: Any) -> dict[str, str]:
+    if isinstance(flat, dict):
+        return {_text(k): _text(v) for k, v in flat.items()}
+    items = list(flat or ())
+    return {_text(items[i]): _text(items[i + 1]) for i in range(0, len(items) - 1, 2)}
