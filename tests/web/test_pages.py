@@ -13,6 +13,7 @@ from starlette.testclient import TestClient
 import ctxstore
 import ctxstore.web
 from ctxstore._core.ops.graph_window import graph_window
+from ctxstore.models import CompactionTrigger
 from tests.web.conftest import USER, Seeded
 
 
@@ -167,7 +168,15 @@ def test_the_message_page_pairs_tool_calls(seeded: Seeded) -> None:
     ).message_ids  # fmt: skip
     with TestClient(ctxstore.web.app(seeded.store)) as client:
         html = page(client, seeded, "message", id="trip", m=ids[0]).text
-    assert re.search(r'<tr class="tool-call"><td>call_1</td><td>weather</td>', html)
+        result = page(client, seeded, "message", id="trip", m=ids[1]).text
+    row = re.search(r'<tr class="tool-call">(.*?)</tr>', html, re.S)
+    assert row is not None
+    cells = re.findall(r"<td>(.*?)</td>", row.group(1), re.S)
+    assert cells[:2] == ["call_1", "weather"]
+    assert f"m={ids[1]}" in cells[3]  # paired with its result
+    assert "sunny" in cells[3]
+    assert re.search(r"the result of call <code>call_1</code> \(weather\) made by", result)
+    assert f"m={ids[0]}" in result
     assert "&#34;source&#34;: &#34;test&#34;" in html or "&quot;source&quot;" in html
     tokens = re.search(r"(\d+) tokens", html)
     assert tokens is not None
@@ -212,8 +221,26 @@ def test_the_workers_page_reads_the_job_streams(client: TestClient, seeded: Seed
     html = page(client, seeded, "workers").text
     assert html.count("<tr><td>") >= 8  # one row per job stream
     assert "no worker has beaten" in html
-    seeded.store.client.zadd(seeded.store.state.keyspace.workers, {"worker-a": 1})
-    assert "worker-a" in page(client, seeded, "workers").text
+    # A save past the soft threshold enqueues a job: pending until a worker takes it.
+    seeded.store.append(
+        "trip", "main-v3", [{"role": "user", "content": "and the last day?"}],
+        expected_head=seeded.v3[-1], compaction=CompactionTrigger(soft_tokens=1),
+    )  # fmt: skip
+    pending = page(client, seeded, "workers").text
+    assert re.search(r"(\d+) jobs in the streams", pending).group(1) == "1"  # type: ignore[union-attr]
+    worker = ctxstore.Worker(
+        seeded.url, namespaces=[seeded.namespace], compactify=lambda _messages: "A short trip.",
+        heartbeat_ms=1,
+    )  # fmt: skip
+    worker.run(burst=True)
+    done = page(client, seeded, "workers").text
+    row = re.search(
+        r'<tr class="worker"><td>([^<]+)</td><td class="num">[^<]+</td><td>(.*?)</td>', done
+    )
+    assert row is not None
+    assert row.group(2).startswith("summarized · ")
+    assert ">trip</a>" in row.group(2)
+    assert re.search(r"(\d+) pending", done).group(1) == "0"  # type: ignore[union-attr]
 
 
 @pytest.mark.parametrize(

@@ -24,6 +24,7 @@
     <base>:jobs:{<base>:N}      STREAM compaction jobs of the chats of shard N (N < JOB_SHARDS)
     <base>:jobs:dead            STREAM jobs that failed for good, with their errors
     <base>:workers              ZSET  worker id -> last heartbeat (epoch ms)
+    <base>:workers:last         HASH  worker id -> its last job: "<epoch ms>\t<outcome>\t<chat>"
 
 ``<base>`` is ``<prefix>`` or ``<prefix>:<namespace>``, so a tenant's keys match the ACL pattern
 ``<prefix>:<namespace>:*``. One hash tag per chat puts every key a script touches in one Cluster
@@ -192,6 +193,11 @@ class Keyspace:
     def workers(self) -> str:
         """Worker heartbeats: worker id -> the last beat (epoch ms)."""
         return f"{self.base}:workers"
+
+    @property
+    def worker_last_jobs(self) -> str:
+        """Each worker's last job: worker id -> ``<epoch ms>\t<outcome>\t<chat id>``."""
+        return f"{self.base}:workers:last"
 
     def indexes_of(self, user_id: str) -> tuple[str, str]:
         """The two index keys a chat of ``user_id`` is listed in."""

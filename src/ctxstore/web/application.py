@@ -36,7 +36,7 @@ from ctxstore._core.together import together
 from ctxstore.errors import ChatNotFoundError, CtxStoreError, NotFoundError, ValidationError
 from ctxstore.store.async_store import AsyncStore
 from ctxstore.store.sync_store import Store
-from ctxstore.web import reading, svg
+from ctxstore.web import reading, svg, tools
 from ctxstore.web.access import TokenGate
 from ctxstore.web.tenants import Tenants, UnknownNamespaceError
 from ctxstore.web.workers import workers_view
@@ -216,6 +216,7 @@ class Console:
             request,
             ns=label,
             chat=window.chat,
+            chat_id=chat_id,
             window=window,
             graph=svg.draw(window, link, selected),
             panel=panel,
@@ -252,6 +253,9 @@ class Console:
                 if version.id == message_id:
                     branches = version.branches
         payload = stored["message"]
+        calls, answered = await self._run(
+            label, tools.paired(state, chat_id, stored["id"], payload)
+        )
         return {
             "id": stored["id"],
             "parent_id": stored["parent_id"],
@@ -260,7 +264,8 @@ class Console:
             "payload": json.dumps(payload, indent=2, ensure_ascii=False, sort_keys=True),
             "metadata": json.dumps(stored.get("metadata") or {}, indent=2, ensure_ascii=False),
             "tokens": state.message_tokens(payload),
-            "tool_calls": _tool_calls(payload),
+            "tool_calls": calls,
+            "answered": answered,
             "branches": branches,
             "versions": siblings,
         }
@@ -390,24 +395,6 @@ def _int(raw: str | None, default: int, low: int, high: int) -> int:
     if not low <= value <= high:
         raise HTTPException(400, f"{value} is not from {low} to {high}")
     return value
-
-
-def _tool_calls(payload: dict[str, Any]) -> list[dict[str, str]]:
-    calls = payload.get("tool_calls") or []
-    found = []
-    for call in calls if isinstance(calls, list) else []:
-        if isinstance(call, dict):
-            function = call.get("function") or {}
-            found.append(
-                {
-                    "id": str(call.get("id", "")),
-                    "name": str(function.get("name", "")) if isinstance(function, dict) else "",
-                    "arguments": str(function.get("arguments", ""))
-                    if isinstance(function, dict)
-                    else "",
-                }
-            )
-    return found
 
 
 def _chat_meta(state: Any, chat_id: str) -> Any:

@@ -140,7 +140,10 @@ def summaries_view(state: StoreState, chat_id: str) -> Operation[list[SummaryLin
     keys = {name: chat.key(name) for name in ("chat", "summary", "runs", "tok")}
     exists, flat = yield (
         command_call(("EXISTS", keys["chat"]), (keys["chat"],)),
-        command_call(("ZREVRANGE", keys["summary"], 0, 99, "WITHSCORES"), (keys["summary"],)),
+        command_call(  # (ZREVRANGEBYSCORE: deploy/acl.conf's tenant users have it)
+            ("ZREVRANGEBYSCORE", keys["summary"], "+inf", "-inf", "WITHSCORES", "LIMIT", 0, 100),
+            (keys["summary"],),
+        ),
     )
     for outcome in (exists, flat):
         if isinstance(outcome, CtxStoreError):

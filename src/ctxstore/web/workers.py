@@ -32,11 +32,25 @@ class StreamView:
     problem: str | None = None
 
 
+@dataclass(frozen=True)
+class LastJob:
+    at_ms: int
+    outcome: str
+    chat_id: str
+
+
+@dataclass(frozen=True)
+class WorkerBeat:
+    worker: str
+    age_s: float  # since its last heartbeat
+    last_job: LastJob | None
+
+
 @dataclass
 class WorkersView:
     streams: list[StreamView]
     dead_letters: list[dict[str, str]]
-    heartbeats: list[tuple[str, float]]  # worker, seconds since its last beat
+    heartbeats: list[WorkerBeat]
     problems: list[str]
 
     @property
@@ -51,22 +65,23 @@ class WorkersView:
 def workers_view(state: StoreState, now_s: float) -> Operation[WorkersView]:
     keyspace = state.keyspace
     streams = keyspace.job_streams()
-    calls: list[Call[Any]] = []
+    calls: list[Call[Any]] = []  # three a stream, then the dead letters, beats and last jobs
     for stream in streams:
         calls.append(command_call(("XLEN", stream), (stream,)))
         calls.append(command_call(("XPENDING", stream, GROUP), (stream,)))
-        calls.append(command_call(("XPENDING", stream, GROUP, "-", "+", 1), (stream,)))
         calls.append(command_call(("XINFO", "CONSUMERS", stream, GROUP), (stream,)))
     dead = keyspace.dead_letters
     calls.append(command_call(("XREVRANGE", dead, "+", "-", "COUNT", DEAD_LETTERS_SHOWN), (dead,)))
     calls.append(
         command_call(("ZRANGE", keyspace.workers, 0, -1, "WITHSCORES"), (keyspace.workers,))
     )
+    last = keyspace.worker_last_jobs
+    calls.append(command_call(("HGETALL", last), (last,)))
     replies = yield tuple(calls)
     problems: list[str] = []
-    views = [_stream(stream, replies[4 * i : 4 * i + 4]) for i, stream in enumerate(streams)]
+    views = [_stream(stream, replies[3 * i : 3 * i + 3], now_s) for i, stream in enumerate(streams)]
     letters = []
-    dead_reply, beats = replies[-2], replies[-1]
+    dead_reply, beats, last_jobs = replies[-3], replies[-2], replies[-1]
     if isinstance(dead_reply, CtxStoreError):
         problems.append(f"dead letters: {_problem(dead_reply)}")
     else:
@@ -74,20 +89,27 @@ def workers_view(state: StoreState, now_s: float) -> Operation[WorkersView]:
             fields = _pairs(flat)
             fields["entry"] = _text(entry_id)
             letters.append(fields)
-    heartbeats = []
+    heartbeats: list[WorkerBeat] = []
     if isinstance(beats, CtxStoreError):
         problems.append(f"heartbeats: {_problem(beats)}")
     else:
+        jobs = {} if isinstance(last_jobs, CtxStoreError) else _pairs(last_jobs)
         for name, beat in scored(beats):
-            heartbeats.append((_text(name), max(0.0, now_s - float(beat) / 1000)))
+            worker = _text(name)
+            heartbeats.append(
+                WorkerBeat(
+                    worker, max(0.0, now_s - float(beat) / 1000), _last_job(jobs.get(worker))
+                )
+            )
     if any(view.problem for view in views):
         problems.append("job streams: " + next(v.problem for v in views if v.problem))
     return WorkersView(views, letters, heartbeats, problems)
 
 
-def _stream(key: str, replies: Any) -> StreamView:
-    """One job stream from its XLEN, XPENDING (summary and oldest) and XINFO CONSUMERS."""
-    length, summary, oldest, consumers = replies
+def _stream(key: str, replies: Any, now_s: float) -> StreamView:
+    """One job stream from its XLEN, XPENDING summary and XINFO CONSUMERS. The oldest pending
+    job's age comes from its entry id (the time it was enqueued)."""
+    length, summary, consumers = replies
     view = StreamView(key)
     if isinstance(length, CtxStoreError):
         view.problem = _problem(length)
@@ -97,9 +119,10 @@ def _stream(key: str, replies: Any) -> StreamView:
         if "NOGROUP" not in str(summary):  # no worker has joined yet: nothing pending
             view.problem = view.problem or _problem(summary)
     elif summary:
-        view.pending = int(summary[0] or 0)
-    if not isinstance(oldest, CtxStoreError) and oldest:
-        view.oldest_pending_age_s = int(oldest[0][2]) / 1000
+        count, oldest = _pending(summary)
+        view.pending = count
+        if count and oldest:
+            view.oldest_pending_age_s = max(0.0, now_s - int(oldest.split("-")[0]) / 1000)
     if not isinstance(consumers, CtxStoreError):
         for entry in consumers or ():
             fields = _pairs(entry)
@@ -111,6 +134,21 @@ def _stream(key: str, replies: Any) -> StreamView:
                 )
             )
     return view
+
+
+def _pending(summary: Any) -> tuple[int, str]:
+    """(count, smallest pending id) of an XPENDING summary: a list as Redis sends it, or the
+    dict redis-py's reply callback makes of it."""
+    if isinstance(summary, dict):
+        return int(summary.get("pending") or 0), _text(summary.get("min") or "")
+    return int(summary[0] or 0), _text(summary[1] or "")
+
+
+def _last_job(raw: str | None) -> LastJob | None:
+    parts = (raw or "").split("\t", 2)
+    if len(parts) != 3 or not parts[0].isdigit():
+        return None
+    return LastJob(int(parts[0]), parts[1], parts[2])
 
 
 def _problem(error: CtxStoreError) -> str:

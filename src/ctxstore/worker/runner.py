@@ -239,7 +239,7 @@ class Worker:
                 result = await arun_compaction(store.run, steps, self.summarize)
             except ChatNotFoundError:
                 await streams.ack(job.stream, job.entry_id)
-                self._log(job, "chat gone", started)
+                await self._finish(streams, job, "chat gone", started)
                 return
             except Exception as caught:  # a summarizer or server failure: retried
                 error = f"{type(caught).__name__}: {caught}"
@@ -258,7 +258,7 @@ class Worker:
                 continue
             if result.skipped == "leased":
                 # Another summarizer holds the chat: leave the job pending, to be claimed again.
-                self._log(job, "leased", started)
+                await self._finish(streams, job, "leased", started)
                 return
             await streams.ack(job.stream, job.entry_id)
             self.stats.results.append(result)
@@ -266,14 +266,31 @@ class Worker:
                 self.stats.summarized += 1
             else:
                 self.stats.skipped += 1
-            self._log(job, result.skipped or "summarized", started, result)
+            await self._finish(streams, job, result.skipped or "summarized", started, result)
             return
         await self._dead(streams, job, error, started)
 
     async def _dead(self, streams: JobStreams, job: Job, error: str, started: float) -> None:
         await streams.dead_letter(job, error, max(job.deliveries, self.max_attempts))
         self.stats.dead_lettered += 1
-        self._log(job, "dead letter", started, error=error)
+        await self._finish(streams, job, "dead letter", started, error=error)
+
+    async def _finish(
+        self,
+        streams: JobStreams,
+        job: Job,
+        outcome: str,
+        started: float,
+        result: CompactionResult | None = None,
+        error: str | None = None,
+    ) -> None:
+        """Log a job's end, and record it as this worker's last (a failure to record it is
+        logged: the job itself is done)."""
+        self._log(job, outcome, started, result, error)
+        try:
+            await streams.record_last(job, outcome, int(time.time() * 1000))
+        except Exception as caught:  # the record is for operators only: never fail the job
+            log.warning(log_line(event="last_job_not_recorded", error=str(caught)))
 
     def _log(
         self,

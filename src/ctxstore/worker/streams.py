@@ -151,6 +151,11 @@ class JobStreams:
         """Record that this worker is alive."""
         await self.client.zadd(self.keyspace.workers, {self.consumer: now_ms})
 
+    async def record_last(self, job: Job, outcome: str, now_ms: int) -> None:
+        """Record this worker's last job and how it ended (the web console's workers page)."""
+        value = f"{now_ms}\t{outcome}\t{job.chat_id}"
+        await self.client.hset(self.keyspace.worker_last_jobs, self.consumer, value)
+
 
 def _with_deliveries(job: Job, deliveries: int) -> Job:
     return Job(
