@@ -196,6 +196,8 @@ def test_the_context_window_page(client: TestClient, seeded: Seeded) -> None:
     kept = seeded.store.load_branch("trip", after_summary=True, max_tokens=60)
     assert len(re.findall(r"<tr><td>(user|assistant)</td>", tight)) == len(kept.messages)
     assert "are cut to keep within 60 tokens" in tight
+    assert re.search(r'<tr class="cut" id="cut-row">.*?<td class="num">(\d+)</td>', tight)
+    assert 'id="cut-row"' not in full
 
 
 def test_the_summaries_page(client: TestClient, seeded: Seeded) -> None:
