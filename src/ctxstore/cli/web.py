@@ -14,6 +14,7 @@ import sys
 from typing import Any
 
 from ctxstore.errors import ConfigurationError
+from ctxstore.worker.command import URL_ENV
 
 #: The port the console listens on unless told otherwise.
 DEFAULT_PORT = 8377
@@ -51,6 +52,12 @@ def _serve(args: argparse.Namespace) -> int:
             f"the web console needs its extra: pip install 'ctxstore[web]' ({error})"
         ) from None
     url = args.web_url or args.url
+    if url is None and not os.environ.get(URL_ENV):
+        print(
+            f"ctxstore: note: no --url given and {URL_ENV} is not set, so the console shows a new, "
+            "empty memory:// store; pass --url redis://HOST:6379 or local://PATH",
+            file=sys.stderr,
+        )
     namespaces = args.web_namespaces or ([args.namespace] if args.namespace else None)
     console = app(url, namespaces=namespaces, token=token)
     print(f"ctxstore web console on http://{args.host}:{args.port}/", file=sys.stderr)
