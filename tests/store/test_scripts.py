@@ -13,6 +13,7 @@ from ctxstore._core import protocol
 from ctxstore._core.keys import CHAT_KEY_NAMES
 from ctxstore._core.ops import leases, reads, turns
 from ctxstore._core.ops import streams as answer_stream
+from ctxstore._core.ops.graph_window import graph_window
 from ctxstore._core.scripts import (
     LIBRARY,
     LIBRARY_FOLDER,
@@ -211,6 +212,7 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     store.list_checkpoints("c1")
     store.delete_checkpoint("c1", "cp")
     store.get_graph("c1")
+    store.run(graph_window(store.state, "c1"))
     store.write_summary("c1", first.head_message_id, "a summary")
     store.client.delete(store.state.keyspace.chat("c1").key("alias"))  # something to repair
     store.client.hset(store.state.keyspace.chat("c1").key("chat"), "message_count", 0)

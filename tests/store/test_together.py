@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ctxstore._core.ops import reads
-from ctxstore._core.together import together
+from ctxstore._core.protocol import together
 from ctxstore.errors import ChatNotFoundError
 from ctxstore.models import NewMessage
 from tests.support.wire import trace_wire

@@ -291,3 +291,64 @@ class Exchange(Generic[T]):
             raise RuntimeError("an operation yielded an empty batch")
         self._outcomes = [None] * len(self._calls)
         self._resend = []
+
+
+# --- several operations in the same round trips -------------------------------------------------
+
+
+def together(operations: Sequence[Operation[T]]) -> Operation[list[T | CtxStoreError]]:
+    """Run ``operations`` in lockstep: each round trip carries the current step of every
+    operation still running, and their results come back in order.
+
+    A page that shows fifty chats wants fifty small reads (each chat's size, its live stream),
+    each an operation of one or two steps: run one after another they cost fifty round trips,
+    together one, and the whole costs as many round trips as the longest operation has steps.
+    One operation's failure is its own: the :class:`~ctxstore.errors.CtxStoreError` it raised
+    stands in its place in the result, and the others run on.
+    """
+    results: list[T | CtxStoreError | None] = [None] * len(operations)
+    steps: dict[int, Step] = {}
+    for index in range(len(operations)):
+        _step_one(operations, index, results, steps, next)
+    while steps:
+        order = list(steps)
+        batch: list[Call[Any]] = []
+        sizes: list[int] = []
+        for index in order:
+            calls = _calls_of(steps[index])
+            batch.extend(calls)
+            sizes.append(len(calls))
+        replies = yield tuple(batch)
+        start = 0
+        for index, size in zip(order, sizes, strict=True):
+            mine = list(replies[start : start + size])
+            start += size
+            step = steps.pop(index)
+            if not isinstance(step, Call):
+                _step_one(operations, index, results, steps, lambda op, v=mine: op.send(v))
+            elif isinstance(mine[0], CtxStoreError):
+                _step_one(operations, index, results, steps, lambda op, e=mine[0]: op.throw(e))
+            else:
+                _step_one(operations, index, results, steps, lambda op, v=mine[0]: op.send(v))
+    return results  # type: ignore[return-value]  # every place is filled once all have ended
+
+
+def _calls_of(step: Step) -> tuple[Call[Any], ...]:
+    return (step,) if isinstance(step, Call) else tuple(step)
+
+
+def _step_one(
+    operations: Sequence[Operation[T]],
+    index: int,
+    results: list[T | CtxStoreError | None],
+    steps: dict[int, Step],
+    resume: Any,
+) -> None:
+    """Resume one of :func:`together`'s operations: note its next step, or its result (or its
+    error) when it ends."""
+    try:
+        steps[index] = resume(operations[index])
+    except StopIteration as stop:
+        results[index] = stop.value
+    except CtxStoreError as error:
+        results[index] = error

@@ -32,7 +32,7 @@ from ctxstore._core.ops import reads
 from ctxstore._core.ops.graph_window import DEFAULT_RADIUS, graph_window
 from ctxstore._core.ops.streams import active_stream
 from ctxstore._core.ops.versions import message_versions
-from ctxstore._core.together import together
+from ctxstore._core.protocol import together
 from ctxstore.errors import ChatNotFoundError, CtxStoreError, NotFoundError, ValidationError
 from ctxstore.store.async_store import AsyncStore
 from ctxstore.store.sync_store import Store

@@ -18,9 +18,8 @@ from typing import Any, cast
 from ctxstore._core.format.summaries import parse_summary_member
 from ctxstore._core.format.tokens import TOK_WIDTH, entry_at
 from ctxstore._core.ops import reads
-from ctxstore._core.protocol import Call, Operation, command_call
+from ctxstore._core.protocol import Call, Operation, command_call, together
 from ctxstore._core.state import StoreState
-from ctxstore._core.together import together
 from ctxstore.errors import ChatNotFoundError, CtxStoreError
 from ctxstore.messages.text import message_label, preview
 from ctxstore.models import BranchChain, ChainSize, StoredSummary

@@ -16,9 +16,8 @@ from typing import Any
 
 from ctxstore._core.ops import listing, reads
 from ctxstore._core.ops.streams import active_stream
-from ctxstore._core.protocol import Operation, command_call
+from ctxstore._core.protocol import Operation, command_call, together
 from ctxstore._core.state import StoreState
-from ctxstore._core.together import together
 from ctxstore.errors import CtxStoreError
 from ctxstore.models import ChainSize, ChatInfo
 

@@ -16,9 +16,8 @@ from typing import Any
 
 from ctxstore._core.ops import reads
 from ctxstore._core.ops.graph_window import graph_window
-from ctxstore._core.protocol import Operation
+from ctxstore._core.protocol import Operation, together
 from ctxstore._core.state import StoreState
-from ctxstore._core.together import together
 from ctxstore.messages.text import preview
 
 #: Messages after a call (or before a result) searched for the other side.
