@@ -276,3 +276,14 @@ def test_a_token_guards_every_page(seeded: Seeded) -> None:
         assert client.get(f"/n/{seeded.namespace}/export?id=trip").status_code == 401
         shown = client.get(f"/n/{seeded.namespace}/", headers={"Authorization": "Bearer t0ken"})
         assert "Lisbon trip" in shown.text
+
+
+def test_the_workers_page_shows_dead_letters_with_their_last_error(seeded: Seeded) -> None:
+    dead = seeded.store.state.keyspace.dead_letters
+    seeded.store.client.xadd(
+        dead, {"chat": "trip", "error": "RateLimitError: <slow down>", "attempts": 5}
+    )
+    with TestClient(ctxstore.web.app(seeded.store)) as client:
+        html = page(client, seeded, "workers").text
+    table = html[html.index('id="dead-letters"') :]
+    assert "<td>trip</td><td>RateLimitError: &lt;slow down&gt;</td>" in table
