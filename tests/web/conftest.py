@@ -3,11 +3,16 @@ embedded store and a redis-server."""
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
+import uvicorn
 from starlette.testclient import TestClient
 
 import ctxstore
@@ -73,3 +78,26 @@ def seeded(request: pytest.FixtureRequest, namespace: str) -> Iterator[Seeded]:
 def client(seeded: Seeded) -> Iterator[TestClient]:
     with TestClient(ctxstore.web.app(seeded.store), follow_redirects=False) as test_client:
         yield test_client
+
+
+@contextmanager
+def serving(app: Any) -> Iterator[str]:
+    """``app`` on a uvicorn server in a thread, on a free loopback port: its base URL. For what
+    Starlette's test client cannot do on every version it supports (read an endless stream as it
+    comes), and for the browser."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning"))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 15
+    while not server.started:
+        assert thread.is_alive(), "the server stopped before it started"
+        assert time.monotonic() < deadline, "the server did not start within 15 s"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)

@@ -8,21 +8,19 @@ project root); the README's screenshot is ``chat.png`` of this test.
 from __future__ import annotations
 
 import os
-import socket
 import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 import ctxstore
 import ctxstore.web
 from ctxstore import user
 from ctxstore._core.ops.graph_window import graph_window
 from tests.support.browser import Browser, browser, require_chromium
-from tests.web.conftest import USER, seed
+from tests.web.conftest import USER, seed, serving
 
 ROOT = Path(__file__).resolve().parents[2]
 ANSWER = "Day one: the Alfama and a tram ride. Day two: Belem and the river at dusk."
@@ -49,21 +47,8 @@ def store() -> Iterator[ctxstore.Store]:
 
 @pytest.fixture
 def site(store: ctxstore.Store) -> Iterator[str]:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        port = probe.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(ctxstore.web.app(store), host="127.0.0.1", port=port, log_level="warning")
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 15
-    while not server.started:
-        assert time.monotonic() < deadline, "the console did not start"
-        time.sleep(0.05)
-    yield f"http://127.0.0.1:{port}/n/travel"
-    server.should_exit = True
-    thread.join(timeout=10)
+    with serving(ctxstore.web.app(store)) as base:
+        yield base + "/n/travel"
 
 
 @pytest.fixture

@@ -8,11 +8,12 @@ import threading
 import time
 from typing import Any
 
+import httpx
 from starlette.testclient import TestClient
 
 import ctxstore.web
 from ctxstore._core.ops.streams import begin_stream, end_stream, write_stream
-from tests.web.conftest import Seeded
+from tests.web.conftest import Seeded, serving
 
 TTL = 60_000
 
@@ -47,12 +48,12 @@ def test_an_answer_streams_as_it_arrives_and_resumes(seeded: Seeded) -> None:
         store.run(end_stream(state, "trip", stream, done=True, detail=seeded.v3[-1], keep_ms=TTL))
 
     writer = threading.Thread(target=finish)
-    url = f"/n/{seeded.namespace}/live/events"
-    with TestClient(ctxstore.web.app(store)) as client:
-        page = client.get(f"/n/{seeded.namespace}/live", params={"id": "trip"}).text
+    with serving(ctxstore.web.app(store)) as base:
+        url = f"{base}/n/{seeded.namespace}/live/events"
+        page = httpx.get(f"{base}/n/{seeded.namespace}/live", params={"id": "trip"}).text
         assert f"streaming {stream}" in page
         writer.start()
-        with client.stream("GET", url, params={"id": "trip"}) as response:
+        with httpx.stream("GET", url, params={"id": "trip"}, timeout=30) as response:
             assert response.headers["content-type"].startswith("text/event-stream")
             got = events(response.iter_lines(), until="done")
         writer.join()
@@ -61,8 +62,8 @@ def test_an_answer_streams_as_it_arrives_and_resumes(seeded: Seeded) -> None:
         first_piece = got[1][0]
         assert first_piece.startswith(f"{stream} ")
         # A browser reconnecting sends the last id it saw: the rest follows, nothing twice.
-        with client.stream(
-            "GET", url, params={"id": "trip"}, headers={"Last-Event-ID": first_piece}
+        with httpx.stream(
+            "GET", url, params={"id": "trip"}, headers={"Last-Event-ID": first_piece}, timeout=30
         ) as response:
             again = events(response.iter_lines(), until="done")
         assert [data for _, kind, data in again if kind == "piece"] == ["in Lisbon."]
