@@ -77,3 +77,22 @@ def test_the_live_page_shows_the_turn_lease(seeded: Seeded) -> None:
         html = client.get(f"/n/{seeded.namespace}/live", params={"id": "trip"}).text
     assert "holder <code>worker-7</code>, fence 12, expires in" in html
     assert "waiting for an answer" in html
+
+
+def test_concurrent_requests_on_a_sync_store_are_served(seeded: Seeded) -> None:
+    """A sync store's reads run in worker threads: many requests at once all read right."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    paths = ["", "chat", "summaries", "context", "workers", "message"]
+    query = {"id": "trip", "m": seeded.main[4]}
+    with serving(ctxstore.web.app(seeded.store)) as base, httpx.Client(timeout=30) as client:
+
+        def fetch(i: int) -> tuple[int, str]:
+            path = paths[i % len(paths)]
+            response = client.get(f"{base}/n/{seeded.namespace}/{path}", params=query)
+            return response.status_code, response.text
+
+        with ThreadPoolExecutor(12) as pool:
+            results = list(pool.map(fetch, range(48)))
+    assert all(status == 200 for status, _ in results)
+    assert all("Lisbon trip" in text for status, text in results[0::6])
