@@ -72,8 +72,7 @@ return run(function()
     if head_depth < low then
       return {}
     end
-    local ranges = walk_ranges(KEYS[4], head, -1, head_depth - low + 1)
-    return ranges
+    return (walk_ranges(KEYS[4], head, -1, head_depth - low + 1))
   end
   local active_chain = chain_in_window(active_record.pos)
   local preferred = {}

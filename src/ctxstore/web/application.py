@@ -29,6 +29,7 @@ from starlette.routing import Route
 
 from ctxstore._core.format.portable import dumps_line
 from ctxstore._core.ops import reads
+from ctxstore._core.ops.chats import get_chat
 from ctxstore._core.ops.graph_window import DEFAULT_RADIUS, graph_window
 from ctxstore._core.ops.streams import active_stream
 from ctxstore._core.ops.versions import message_versions
@@ -304,7 +305,7 @@ class Console:
             label,
             together(
                 [
-                    _chat_meta(state, chat_id),
+                    get_chat(state, chat_id),
                     active_stream(state, chat_id),
                     reading.chat_lease(state, chat_id),
                 ]
@@ -330,7 +331,7 @@ class Console:
         chat_id = self._chat_id(request)
         after = request.headers.get("last-event-id") or request.query_params.get("after")
         store = self.tenants.store(label)
-        await self._run(label, _chat_meta(store.state, chat_id))  # 404 before the stream opens
+        await self._run(label, get_chat(store.state, chat_id))  # 404 before the stream opens
         events = answer_events(store, chat_id, request.query_params.get("stream"), after)
         return StreamingResponse(
             events,
@@ -342,7 +343,7 @@ class Console:
         label = self._namespace(request)
         chat_id = self._chat_id(request)
         store = self.tenants.store(label)
-        await self._run(label, _chat_meta(store.state, chat_id))
+        await self._run(label, get_chat(store.state, chat_id))
         lines = _export_lines(store, chat_id)
         filename = "".join(c if c.isalnum() or c in "-_." else "_" for c in chat_id)[:80]
         return StreamingResponse(
@@ -397,17 +398,11 @@ def _int(raw: str | None, default: int, low: int, high: int) -> int:
     return value
 
 
-def _chat_meta(state: Any, chat_id: str) -> Any:
-    from ctxstore._core.ops.chats import get_chat
-
-    return get_chat(state, chat_id)
-
-
 async def _export_lines(store: Store | AsyncStore, chat_id: str) -> AsyncIterator[bytes]:
+    """The chat's JSON Lines, as ``ctxstore export`` writes them (a sync store's in a thread)."""
     if isinstance(store, AsyncStore):
-        async for record in store.export_chat(chat_id):
-            yield dumps_line(record).encode()
-        return
-    records = await asyncio.to_thread(lambda: list(store.export_chat(chat_id)))
+        records = [record async for record in store.export_chat(chat_id)]
+    else:
+        records = await asyncio.to_thread(lambda: list(store.export_chat(chat_id)))
     for record in records:
         yield dumps_line(record).encode()

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, cast
 
+from ctxstore._core.format.fields import scored_pairs
 from ctxstore._core.format.summaries import parse_summary_member
 from ctxstore._core.format.tokens import TOK_WIDTH, entry_at
 from ctxstore._core.ops import reads
@@ -23,7 +24,6 @@ from ctxstore._core.state import StoreState
 from ctxstore.errors import ChatNotFoundError, CtxStoreError
 from ctxstore.messages.text import message_label, preview
 from ctxstore.models import BranchChain, ChainSize, StoredSummary
-from ctxstore.web.reading import scored
 from ctxstore.window.manager import ContextManager
 from ctxstore.window.model_info import model_info
 
@@ -149,7 +149,7 @@ def summaries_view(state: StoreState, chat_id: str) -> Operation[list[SummaryLin
             raise outcome
     if not exists:
         raise ChatNotFoundError(f"chat {chat_id!r} not found", chat_id=chat_id)
-    found = scored(flat)
+    found = scored_pairs(flat)
     positions = [int(float(score)) for _member, score in found]
     if not positions:
         return []

@@ -147,12 +147,3 @@ def chat_lease(state: StoreState, chat_id: str) -> Operation[Lease | None]:
     """The chat's turn lease, if one was ever taken."""
     lease, _job = yield from _chat_fields(state, chat_id)
     return lease
-
-
-def scored(reply: Any) -> list[tuple[Any, Any]]:
-    """A ``WITHSCORES`` reply as (member, score) pairs: flat in RESP2, pairs in RESP3 and from
-    redis-py's own parsing."""
-    items = list(reply or ())
-    if items and isinstance(items[0], (list, tuple)):
-        return [(item[0], item[1]) for item in items]
-    return [(items[i], items[i + 1]) for i in range(0, len(items), 2)]

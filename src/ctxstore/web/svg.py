@@ -18,7 +18,7 @@ import html
 import re
 from collections.abc import Callable
 
-from ctxstore._core.ops.graph_window import GraphWindow, WindowNode
+from ctxstore._core.ops.graph_window import GraphWindow, WindowNode, WindowSummary
 
 COLUMN = 124
 ROW = 72
@@ -87,7 +87,7 @@ def draw(window: GraphWindow, link: Callable[[str], str], selected: str | None =
                 f"{text(name)}</text>"
             )
     for row, summary in enumerate(summaries):
-        parts.append(_bracket(summary.covered_ids, where, TOP + BRACKET * row, summary))
+        parts.append(_bracket(summary, where, TOP + BRACKET * row))
     parts.append("</svg>")
     return "".join(parts)
 
@@ -123,17 +123,15 @@ def _labels(window: GraphWindow) -> dict[str, list[tuple[str, str]]]:
     return found
 
 
-def _bracket(
-    covered: tuple[str, ...], where: dict[str, tuple[int, int]], y: int, summary: object
-) -> str:
+def _bracket(summary: WindowSummary, where: dict[str, tuple[int, int]], y: int) -> str:
+    covered = summary.covered_ids
     drawn = [where[i] for i in covered if i in where]
     if not drawn:
         return ""
     left = min(x for x, _ in drawn)
     right = max(x for x, _ in drawn) + NODE_W
-    stored = getattr(summary, "summary", {})
-    label = f"summary · {stored.get('tokens', 0)} tokens · {len(covered)} drawn messages"
-    message_id = stored.get("message_id", "")
+    label = f"summary · {summary.summary['tokens']} tokens · {len(covered)} drawn messages"
+    message_id = summary.summary["message_id"]
     return (
         f'<g class="summary" data-summary="{text(message_id)}" data-covers="{len(covered)}">'
         f"<title>{text(label)}</title>"

@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxstore._core.format.fields import pairs, scored_pairs
 from ctxstore._core.protocol import Call, Operation, command_call
 from ctxstore._core.state import StoreState
 from ctxstore.errors import CtxStoreError
-from ctxstore.web.reading import scored
 from ctxstore.worker.streams import GROUP
 
 #: Dead letters shown, newest first.
@@ -94,7 +94,7 @@ def workers_view(state: StoreState, now_s: float) -> Operation[WorkersView]:
         problems.append(f"heartbeats: {_problem(beats)}")
     else:
         jobs = {} if isinstance(last_jobs, CtxStoreError) else _pairs(last_jobs)
-        for name, beat in scored(beats):
+        for name, beat in scored_pairs(beats):
             worker = _text(name)
             heartbeats.append(
                 WorkerBeat(
@@ -163,7 +163,5 @@ def _text(value: Any) -> str:
 
 
 def _pairs(flat: Any) -> dict[str, str]:
-    if isinstance(flat, dict):
-        return {_text(k): _text(v) for k, v in flat.items()}
-    items = list(flat or ())
-    return {_text(items[i]): _text(items[i + 1]) for i in range(0, len(items) - 1, 2)}
+    """A flat or mapped field/value reply as text (values shown, not parsed)."""
+    return {name: _text(value) for name, value in pairs(flat or ()).items()}

@@ -284,22 +284,8 @@ class Worker:
         result: CompactionResult | None = None,
         error: str | None = None,
     ) -> None:
-        """Log a job's end, and record it as this worker's last (a failure to record it is
-        logged: the job itself is done)."""
-        self._log(job, outcome, started, result, error)
-        try:
-            await streams.record_last(job, outcome, int(time.time() * 1000))
-        except Exception as caught:  # the record is for operators only: never fail the job
-            log.warning(log_line(event="last_job_not_recorded", error=str(caught)))
-
-    def _log(
-        self,
-        job: Job,
-        outcome: str,
-        started: float,
-        result: CompactionResult | None = None,
-        error: str | None = None,
-    ) -> None:
+        """Log a job's end (one JSON line) and record it as this worker's last job (a failure to
+        record it is logged: the job itself is done)."""
         fields: dict[str, Any] = {
             "event": "job",
             "job": job.entry_id,
@@ -318,6 +304,10 @@ class Worker:
         if error:
             fields["error"] = error
         log.info(log_line(**fields))
+        try:
+            await streams.record_last(job, outcome, int(time.time() * 1000))
+        except Exception as caught:  # the record is for operators only: never fail the job
+            log.warning(log_line(event="last_job_not_recorded", error=str(caught)))
 
     def _install_signal_handlers(self) -> None:
         loop = asyncio.get_running_loop()

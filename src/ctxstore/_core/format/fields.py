@@ -64,6 +64,15 @@ def field_name(raw: bytes | str, key: str) -> str:
         ) from None
 
 
+def scored_pairs(reply: Sequence[Any] | None) -> list[tuple[Any, Any]]:
+    """A ``WITHSCORES`` reply as (member, score) pairs: flat in RESP2, already paired in RESP3
+    and when redis-py's own reply callback paired it."""
+    items = list(reply or ())
+    if items and isinstance(items[0], (list, tuple)):
+        return [(item[0], item[1]) for item in items]
+    return [(items[i], items[i + 1]) for i in range(0, len(items), 2)]
+
+
 def pairs(reply: Sequence[Any] | Mapping[Any, Any], key: str = "") -> dict[str, Any]:
     """A hash reply (of ``key``) as a dict with text field names.
 

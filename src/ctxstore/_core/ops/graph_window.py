@@ -129,15 +129,15 @@ def _window(chat: Any, reply: Sequence[Any]) -> GraphWindow:
     ]
     records = decode_records(slices, log_key)
     active = _positions(active_ranges)
-    drawn: list[tuple[int, int, int, int, Any]] = []  # position, depth, lane, parent, record
-    at = 0
-    for lane, (first, last, _parent, first_depth) in enumerate(segments):
-        for offset, position in enumerate(range(int(first), int(last) + 1)):
-            drawn.append((position, int(first_depth) + offset, lane, 0, records[at]))
-            at += 1
+    # (position, depth, lane) of every record, in the order the segments hold them
+    placed = [
+        (position, int(first_depth) + offset, lane)
+        for lane, (first, last, _parent, first_depth) in enumerate(segments)
+        for offset, position in enumerate(range(int(first), int(last) + 1))
+    ]
     ids: dict[int, str] = {}
     fields: dict[int, tuple[int, int, dict[str, Any]]] = {}
-    for position, _depth, _lane, _, record in drawn:
+    for (position, _depth, _lane), record in zip(placed, records, strict=True):
         parent, created_at, payload, chosen, tag = record_fields(record, log_key, position)
         if parent >= position or parent < -1:
             raise corrupt(log_key, str(position), "a parent that is not an older position")
@@ -146,7 +146,7 @@ def _window(chat: Any, reply: Sequence[Any]) -> GraphWindow:
         )
         fields[position] = (parent, created_at, payload)
     nodes = []
-    for position, depth, lane, _, _record in drawn:
+    for position, depth, lane in placed:
         parent, created_at, payload = fields[position]
         nodes.append(
             WindowNode(

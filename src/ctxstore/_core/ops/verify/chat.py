@@ -25,7 +25,7 @@ from ctxstore._core.format.chat import (
     check_incarnation,
     check_owner,
 )
-from ctxstore._core.format.fields import field_count, text
+from ctxstore._core.format.fields import field_count, scored_pairs, text
 from ctxstore._core.format.pointers import (
     BranchRecord,
     branch_text,
@@ -177,7 +177,7 @@ def _read(state: StoreState, keys: ChatKeys) -> Operation[_Snapshot]:
             runs=_score_pairs(runs),
             records=[record for part in chunks for record in part],
             tok=tok or b"",
-            summaries=[(member, float(score)) for member, score in _raw_pairs(summaries)],
+            summaries=[(member, float(score)) for member, score in scored_pairs(summaries)],
             scores={index: _score(score) for index, score in zip(indexes, scores, strict=True)},
             bad_names=tuple(bad_names),
         )
@@ -219,16 +219,9 @@ def _owner(chat: Mapping[str, Any], key: str) -> str | None:
         return None
 
 
-def _raw_pairs(reply: Sequence[Any]) -> list[tuple[bytes, Any]]:
-    """ZRANGE WITHSCORES as (member bytes, score): a flat list, or pairs (RESP3)."""
-    if reply and isinstance(reply[0], (list, tuple)):
-        return [(member, score) for member, score in reply]
-    return [(reply[i], reply[i + 1]) for i in range(0, len(reply), 2)]
-
-
 def _score_pairs(reply: Sequence[Any]) -> list[tuple[str, float]]:
     """A ZRANGE WITHSCORES reply as (member, score) pairs, whether or not the client paired it."""
-    return [(_shown(member), float(score)) for member, score in _raw_pairs(reply)]
+    return [(_shown(member), float(score)) for member, score in scored_pairs(reply)]
 
 
 def _score(reply: Any) -> float | None:
