@@ -6,7 +6,7 @@
 -- ARGV[3] branch        the branch ("" for the chat's active branch)
 -- ARGV[4] now           epoch milliseconds
 -- Reply: the id of the newest live stream of the branch (its writer within its deadline), or ""
--- Errors: NOT_FOUND, FORBIDDEN, REPLACED, CORRUPT.
+-- Errors: NOT_FOUND, REPLACED, CORRUPT.
 
 return run(function()
   local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'active_branch'})

@@ -13,7 +13,7 @@
 -- ARGV[3] request   the call's request id: a resent call (its reply lost) adds nothing again
 -- ARGV[4..] field, increment pairs ("u:<counter>" -> non-negative integer)
 -- Reply: flat list of every usage field given and its value after this call
--- Errors: NOT_FOUND when the chat does not exist, FORBIDDEN, REPLACED, CORRUPT (a stored
+-- Errors: NOT_FOUND when the chat does not exist, REPLACED, CORRUPT (a stored
 --         counter that is not a count), INVALID (a counter would pass 2^53: nothing is added).
 -- HINCRBY makes concurrent additions from many workers all count. Every counter is read and
 -- checked before the first is written, so a call adds all of its counts or none.

@@ -67,7 +67,7 @@
 -- here. write_summary clears it.
 -- Errors: NOT_FOUND (chat, branch, the expected head when forking), CONFLICT (head moved and
 --         on_conflict=raise; message id exists and on_existing=raise; lease_lost: the turn's
---         fencing token is stale), INVALID (duplicate or reserved ids), FORBIDDEN, REPLACED,
+--         fencing token is stale), INVALID (duplicate or reserved ids), REPLACED,
 --         CORRUPT (anything read that is malformed, a head that is not the message its branch
 --         record names: checked before any write).
 --

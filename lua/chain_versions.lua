@@ -10,7 +10,7 @@
 -- ARGV[3] branch    the branch ("" for the chat's active one)
 -- Reply: {incarnation, {{position, record, index (0-based, oldest first), count}...}}: each
 --        message of the chain whose parent has more than one child.
--- Errors: NOT_FOUND (chat, branch), CORRUPT (a run or record missing), FORBIDDEN, REPLACED.
+-- Errors: NOT_FOUND (chat, branch), CORRUPT (a run or record missing), REPLACED.
 -- The children of a position P are the runs that start with parent P and, when P+1 starts no
 -- run, P+1; the chain is walked from its head, run by run, at most MAX_RUNS_PER_CALL runs (a
 -- chain of more runs shows no versions further back). Its cost grows with the chat's runs

@@ -11,7 +11,7 @@
 -- Reply: take: {1, expires} when the lease is the caller's now, {0, expires} when another
 --        holder's lease runs until then; give: {1, 0} when the caller's lease was given back,
 --        {0, 0} when it was not the caller's (expired and taken by another, or never held).
--- Errors: NOT_FOUND, FORBIDDEN, REPLACED, CORRUPT.
+-- Errors: NOT_FOUND, REPLACED, CORRUPT.
 --
 -- The lease is the field `clease` = "<token>\t<expires>" of the chat hash: one summarizer per
 -- chat at a time, whether a worker or an inline compaction before an LLM call. A holder that

@@ -26,7 +26,7 @@
 --                     one atomic step; "" as the head id: an empty branch)
 -- Reply: {name, branch record, active branch, incarnation}
 -- Errors: NOT_FOUND (chat, message, checkpoint), CONFLICT (explicit name taken; head: the
---         active branch is not the expected one, or its head moved), FORBIDDEN,
+--         active branch is not the expected one, or its head moved),
 --         REPLACED, CORRUPT (a checkpoint that does not name the message at its position, a
 --         counter or field that is malformed: checked before anything is written).
 -- Auto-naming runs inside the script, so two workers forking at once get distinct names;

@@ -12,8 +12,8 @@
 -- KEYS[11] stream_state  the records of its answer streams
 -- ARGV[1] user_id     "" to delete whoever owns it; otherwise only that owner's chat
 -- Reply: {deleted (0|1), owner ("" when nothing was deleted)}
--- Errors: FORBIDDEN when the chat belongs to another user (nothing is deleted), CORRUPT when
---         its owner is missing or not a user id (nothing is deleted).
+-- Another user's chat is answered as a missing one: {0, ""}, nothing deleted.
+-- Errors: CORRUPT when its owner is missing or not a user id (nothing is deleted).
 
 return run(function()
   local owner = redis.call('HGET', KEYS[1], 'user_id')
@@ -27,7 +27,7 @@ return run(function()
     corrupt(KEYS[1], 'user_id', 'not a user id')
   end
   if ARGV[1] ~= '' and owner ~= ARGV[1] then
-    fail('FORBIDDEN', {what = 'chat'})
+    return {0, ''}  -- another user's chat: as if there were none (nothing is deleted)
   end
   redis.call('UNLINK', KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7],
                KEYS[8], KEYS[9], KEYS[10], KEYS[11])

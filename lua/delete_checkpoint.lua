@@ -14,7 +14,7 @@
 -- ARGV[4] request      the call's request id: a resent call (its reply lost) answers like the
 --                      first one (1 when that one deleted the checkpoint)
 -- Reply: 1 when it existed, 0 otherwise
--- Errors: NOT_FOUND (chat), FORBIDDEN, REPLACED.
+-- Errors: NOT_FOUND (chat), REPLACED.
 
 return run(function()
   local _, _, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_slot', 'ttl'}, true)

@@ -12,7 +12,7 @@
 -- ARGV[2] inc          the incarnation the caller knows, "" for any ("#<fence>" inside a turn)
 -- ARGV[3] ttl          milliseconds, or "" for no expiry
 -- Reply: the retention now (milliseconds, or "" for none)
--- Errors: NOT_FOUND, FORBIDDEN, REPLACED, INVALID (ttl not a positive whole number).
+-- Errors: NOT_FOUND, REPLACED, INVALID (ttl not a positive whole number).
 -- With a ttl, every key of the chat expires that long from now and every later write slides it
 -- (see slide_expiry); without one, the `ttl` field goes and every key persists.
 

@@ -9,7 +9,7 @@
 -- ARGV[2] inc          the incarnation the caller knows, "" for any
 -- Reply: {flat chat hash, flat branch hash, flat checkpoint hash, {summary member, position,
 --         ...}, message count}
--- Errors: NOT_FOUND (chat), FORBIDDEN, REPLACED, CORRUPT (token entries out of step with the
+-- Errors: NOT_FOUND (chat), REPLACED, CORRUPT (token entries out of step with the
 --         log).
 --
 -- The records themselves are read by the caller after this, with plain LRANGEs of bounded

@@ -35,7 +35,7 @@
 --         start at the root comes with one more record, the first kept message's parent, for
 --         its id.
 -- Errors: NOT_FOUND (chat, branch, head message), CORRUPT, LIMIT (chain longer than max_depth),
---         FORBIDDEN, REPLACED.
+--         REPLACED.
 -- The walk reads one run record per run on the chain, then each run's records with one LRANGE
 -- (or leaves long reads to the caller's own LRANGEs); what the caller already holds (immutable,
 -- same incarnation) is not sent again.

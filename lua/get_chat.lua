@@ -3,7 +3,7 @@
 -- ARGV[1] user      the caller, "" for anyone
 -- ARGV[2] inc       the incarnation the caller knows, "" for any
 -- Reply: flat HGETALL of the chat hash
--- Errors: NOT_FOUND when the chat does not exist, FORBIDDEN, REPLACED.
+-- Errors: NOT_FOUND when the chat does not exist, REPLACED.
 
 return run(function()
   open_chat(KEYS[1], ARGV[1], ARGV[2])

@@ -5,7 +5,7 @@
 -- ARGV[2] inc          the incarnation the caller knows, "" for any
 -- ARGV[3] name         the checkpoint name
 -- Reply: checkpoint record
--- Errors: NOT_FOUND (chat, checkpoint), FORBIDDEN, REPLACED.
+-- Errors: NOT_FOUND (chat, checkpoint), REPLACED.
 
 return run(function()
   open_chat(KEYS[1], ARGV[1], ARGV[2])

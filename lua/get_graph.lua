@@ -10,7 +10,7 @@
 --                      own LRANGEs (see read_ranges in lib/reads.lua)
 -- Reply: {flat chat hash, flat branch hash, flat checkpoint hash, message count,
 --         {covered ranges}, {LRANGE replies}, {ranges left}}
--- Errors: NOT_FOUND (chat), LIMIT (more messages than max_messages), FORBIDDEN, REPLACED.
+-- Errors: NOT_FOUND (chat), LIMIT (more messages than max_messages), REPLACED.
 
 return run(function()
   open_chat(KEYS[1], ARGV[1], ARGV[2])

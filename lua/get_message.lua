@@ -8,7 +8,7 @@
 -- ARGV[3] id        the message id
 -- Reply: {position, record, parent position (-1 for a root), parent record ("" for a root),
 --         incarnation}
--- Errors: NOT_FOUND (chat, message), CORRUPT (a record missing), FORBIDDEN, REPLACED.
+-- Errors: NOT_FOUND (chat, message), CORRUPT (a record missing), REPLACED.
 -- The parent's record comes along because its id may be a chosen one, kept in its record.
 
 return run(function()

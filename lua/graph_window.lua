@@ -23,7 +23,7 @@
 --         {checkpoint name, raw record, ...} (messages in a segment),
 --         {summary member, position, {covered: first, last, ...}, ...},
 --         {active chain within the window: first, last, ...}}
--- Errors: NOT_FOUND (chat, message), INVALID (radius, lanes), FORBIDDEN, REPLACED, CORRUPT.
+-- Errors: NOT_FOUND (chat, message), INVALID (radius, lanes), REPLACED, CORRUPT.
 
 return run(function()
   local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'active_branch'})

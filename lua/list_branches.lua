@@ -5,7 +5,7 @@
 -- ARGV[2] inc       the incarnation the caller knows, "" for any
 -- Reply: {active branch, {name, record, ...}, incarnation} (unordered; the caller sorts by the
 --        record's creation sequence)
--- Errors: NOT_FOUND (chat), FORBIDDEN, REPLACED.
+-- Errors: NOT_FOUND (chat), REPLACED.
 
 return run(function()
   local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'active_branch'})

@@ -4,7 +4,7 @@
 -- ARGV[1] user         the caller, "" for anyone
 -- ARGV[2] inc          the incarnation the caller knows, "" for any
 -- Reply: flat {name, record, ...} (unordered; the caller sorts newest first)
--- Errors: NOT_FOUND (chat), FORBIDDEN, REPLACED.
+-- Errors: NOT_FOUND (chat), REPLACED.
 
 return run(function()
   open_chat(KEYS[1], ARGV[1], ARGV[2])

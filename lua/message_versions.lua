@@ -12,7 +12,7 @@
 --         {{position, record, {branch names}}...}}: the versions oldest first (by position:
 --         the order they were written), each with the branches whose chain holds it, oldest
 --         branch first (by creation).
--- Errors: NOT_FOUND (chat, message), CORRUPT (a record or run missing), FORBIDDEN, REPLACED.
+-- Errors: NOT_FOUND (chat, message), CORRUPT (a record or run missing), REPLACED.
 -- Each branch is walked back at most MAX_RUNS_PER_CALL runs (one per fork on its chain): a
 -- branch that forked more often than that above the parent is not listed as a holder.
 -- The children of the parent P are the run starts whose parent is P and, when P+1 starts no

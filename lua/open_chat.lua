@@ -27,7 +27,7 @@
 -- Reply: {created (0|1), flat HGETALL of the chat hash, active branch, its record,
 --         then the chain read of get_chain.lua when load is "1" (head, length, base, covered,
 --         records, left, next), else nothing more}
--- Errors: FORBIDDEN when another user owns the chat (nothing is written or read), CORRUPT
+-- Errors: TAKEN when another user owns the chat (nothing is written or read), CORRUPT
 --         (checked before anything is written: a merge first checks every field the reply
 --         carries), LIMIT (chain longer than max_depth, or metadata past max_keys / max_bytes
 --         once merged: checked before anything is written, so a refused new chat is not
@@ -50,6 +50,12 @@ return run(function()
   end
   local exists = redis.call('EXISTS', chat) == 1
   if exists then
+    local holder = redis.call('HGET', chat, 'user_id')
+    if holder and holder ~= ARGV[1] and is_key_id(holder) then
+      -- Held by another user: this caller can neither open nor take it. (An owner that names
+      -- nobody is corruption, which open_chat below reports.)
+      fail('TAKEN', {what = 'chat'})
+    end
     local _owner
     _owner, inc, fields = open_chat(chat, ARGV[1], '', {'updated_at', 'active_branch', 'ttl'})
     active = fields[2]

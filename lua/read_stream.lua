@@ -13,7 +13,7 @@
 --        message id) or "failed" (detail: why) once its last entry was read, "stopped" (its
 --        writer let its deadline pass without ending it), "live" (read again when more comes),
 --        "more" (count entries were looked at: read again from the cursor)
--- Errors: NOT_FOUND (what "stream": no such stream in this chat, or it expired), FORBIDDEN,
+-- Errors: NOT_FOUND (what "stream": no such stream in this chat, or it expired),
 --         REPLACED, INVALID (a cursor that is not an entry id), CORRUPT.
 
 return run(function()

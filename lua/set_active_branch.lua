@@ -12,7 +12,7 @@
 -- ARGV[2] inc       the incarnation the caller knows, "" for any ("#<fence>" inside a turn)
 -- ARGV[3] name      the branch
 -- Reply: {name, branch record, active branch, incarnation}
--- Errors: NOT_FOUND (chat, branch), FORBIDDEN, REPLACED.
+-- Errors: NOT_FOUND (chat, branch), REPLACED.
 
 return run(function()
   local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'ttl'})

@@ -10,7 +10,7 @@
 -- ARGV[6] writer_ttl    milliseconds the stream stays live without a write
 -- ARGV[7] max_streams   the most answer streams a chat keeps at once
 -- Reply: the stream id, "<id of its first entry>.<tag>"
--- Errors: NOT_FOUND, FORBIDDEN, REPLACED, CONFLICT lease_lost, CORRUPT (a record ctxstore did
+-- Errors: NOT_FOUND, REPLACED, CONFLICT lease_lost, CORRUPT (a record ctxstore did
 --         not write: nothing is written), LIMIT (max_streams answers are live at once).
 -- Records past their deadline (and any of an older incarnation of the chat) are dropped; when
 -- the chat still keeps max_streams, the oldest finished ones go too. The entries older than the

@@ -12,7 +12,7 @@
 -- ARGV[7] keep          milliseconds the closed stream stays readable
 -- Reply: 1 when the stream is closed with this outcome (a resent call too), 0 when it was closed
 --        already otherwise, or is gone (an answer is "done" only while its stream is live)
--- Errors: NOT_FOUND, FORBIDDEN, REPLACED, INVALID (an outcome other than done or failed),
+-- Errors: NOT_FOUND, REPLACED, INVALID (an outcome other than done or failed),
 --         CORRUPT (a record ctxstore did not write: nothing is written).
 -- The keys then expire with the last deadline of the chat's streams: a closed stream's keys do
 -- not outlive it for its writer's sake.

@@ -11,7 +11,7 @@
 -- ARGV[7] max_writes    the most writes a stream takes
 -- ARGV[8] text          the text to add ("" only keeps the stream live)
 -- Reply: 1 when written, 0 for a resent write (applied already: nothing is written again)
--- Errors: NOT_FOUND, FORBIDDEN, REPLACED, CONFLICT lease_lost, CONFLICT stream_closed (the
+-- Errors: NOT_FOUND, REPLACED, CONFLICT lease_lost, CONFLICT stream_closed (the
 --         stream is not live: it ended, failed, or its writer let its deadline pass), INVALID (a
 --         write out of order), LIMIT (past max_writes), CORRUPT.
 

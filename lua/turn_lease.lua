@@ -12,7 +12,7 @@
 --        live and interrupt is "0") with that turn's fence and expiry, for the caller to wait or
 --        give up. interrupted is 1 when this take cut a live lease short.
 --        extend: granted with the new expiry. give: granted when the lease was the caller's.
--- Errors: NOT_FOUND, FORBIDDEN, REPLACED, CORRUPT (a `turn` field ctxstore did not write),
+-- Errors: NOT_FOUND, REPLACED, CORRUPT (a `turn` field ctxstore did not write),
 --         CONFLICT lease_lost (extend: another turn took the chat), INVALID.
 --
 -- The lease is the chat hash field `turn` = "<fence>\t<holder token>\t<expires>". Every grant to

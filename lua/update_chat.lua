@@ -22,7 +22,7 @@
 -- ARGV[9] max_bytes   the most bytes of metadata (field names and values) after the merge
 -- ARGV[10..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
 -- Reply: {indexed (0|1), flat HGETALL of the chat hash}
--- Errors: NOT_FOUND when the chat does not exist, FORBIDDEN, REPLACED, LIMIT (the metadata
+-- Errors: NOT_FOUND when the chat does not exist, REPLACED, LIMIT (the metadata
 --         past max_keys / max_bytes once merged; nothing is written, the title included),
 --         CORRUPT (a field the reply carries is malformed: checked before anything is written).
 -- Each metadata key is its own hash field, so concurrent merges of different keys all survive.

@@ -16,7 +16,7 @@
 -- ARGV[6] request      the call's request id: a resent call (its reply lost) answers with the
 --                      record the first one wrote instead of moving the checkpoint again
 -- Reply: checkpoint record
--- Errors: NOT_FOUND (chat, message), FORBIDDEN, REPLACED, CORRUPT.
+-- Errors: NOT_FOUND (chat, message), REPLACED, CORRUPT.
 
 return run(function()
   local _, inc, fields, fence = open_chat(KEYS[1], ARGV[1], ARGV[2], {'req_slot', 'ttl'}, true)

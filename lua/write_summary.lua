@@ -17,7 +17,7 @@
 -- Reply: {position, written (1, or 0 when a summary of that message existed: it is returned
 --         and nothing is written), member, chain tokens through the message, depth of the
 --         message}
--- Errors: NOT_FOUND (chat, message), INVALID (member too short), CORRUPT, FORBIDDEN, REPLACED.
+-- Errors: NOT_FOUND (chat, message), INVALID (member too short), CORRUPT, REPLACED.
 --
 -- A summary hangs on a message, so it applies to every branch whose chain holds that message
 -- and to none forked before it; messages appended while it was made are after it, untouched.

@@ -122,7 +122,8 @@ end
 
 -- The chat's fields named in `names` (after owner, format and incarnation), once its identity is
 -- checked: it exists, has this layout, is the incarnation the caller knew (expected_inc, "" for
--- any, optionally followed by "#<fence>") and belongs to the caller (user, "" for anyone), and a
+-- any, optionally followed by "#<fence>") and belongs to the caller (user, "" for anyone: another
+-- user's chat is NOT_FOUND, or REPLACED with an incarnation, as a missing one), and a
 -- turn's fencing token is still the newest. Returns owner, incarnation, the rest. With
 -- `fence_later`, the token is not checked but returned fourth: a script that recognizes a resent
 -- call checks it after that (the first call may have been fenced in time, its resend not).
@@ -144,15 +145,21 @@ local function open_chat(chat_key, user, expected_inc, names, fence_later)
     end
     fail('NOT_FOUND', {what = 'chat'})
   end
+  if user ~= '' and owner ~= user and is_key_id(owner) then
+    -- Another user's chat answers exactly as a missing one does, before anything else about
+    -- it is checked: a caller cannot tell which ids exist (chat UIs choose their own ids). An
+    -- owner field that names nobody is corruption, reported as such below.
+    if expected_inc ~= '' then
+      fail('REPLACED', {what = 'chat', reason = 'deleted'})
+    end
+    fail('NOT_FOUND', {what = 'chat'})
+  end
   local broken, reason = identity_problem(owner, fmt, inc, user, expected_inc)
   if broken then
     fail('CORRUPT', {key = chat_key, field = broken, reason = reason})
   end
   if expected_inc ~= '' and inc ~= expected_inc then
     fail('REPLACED', {what = 'chat', reason = 're-created'})
-  end
-  if user ~= '' and owner ~= user then
-    fail('FORBIDDEN', {what = 'chat'})
   end
   if fence_later then
     return owner, inc, {unpack(fields, 4)}, fence

@@ -7,6 +7,34 @@ place (:mod:`ctxstore._core.failures`) and keep the redis-py exception as ``__ca
 
 Validation and not-found errors also derive from the matching built-in (``ValueError``,
 ``LookupError``) so code that already catches those keeps working.
+
+The tree::
+
+    CtxStoreError
+    ├── ValidationError (ValueError)
+    │   ├── InvalidIdError
+    │   ├── PayloadTooLargeError
+    │   └── UnserializablePayloadError (TypeError)
+    ├── ConfigurationError (ValueError)
+    │   └── ScopeError                 a chat call that names no owner, on a plain store
+    ├── NotFoundError (LookupError)
+    │   ├── ChatNotFoundError          missing, or another user's: the same error
+    │   │   └── ChatReplacedError
+    │   ├── BranchNotFoundError, MessageNotFoundError, CheckpointNotFoundError
+    │   └── StreamNotFoundError
+    ├── ConflictError
+    │   ├── HeadConflictError, EmptyBranchError, MessageExistsError, BranchExistsError
+    │   ├── ChatBusyError, LeaseLostError
+    ├── StreamFailedError
+    ├── PermissionDeniedError          what a scoped handle may not do
+    ├── CorruptionError
+    ├── LimitExceededError
+    └── BackendError
+        ├── BackendUnavailableError    refused or dropped connection, cluster down
+        │   └── BackendTimeoutError    no reply in time: a write may have been applied
+        ├── BackendBusyError
+        ├── BackendPermissionError     the server's ACL refused a command or key
+        └── DurabilityError
 """
 
 from __future__ import annotations
@@ -48,6 +76,14 @@ class UnserializablePayloadError(ValidationError, TypeError):
 
 class ConfigurationError(CtxStoreError, ValueError):
     """The store was set up wrongly: a bad URL, a client that decodes replies, a missing extra."""
+
+
+class ScopeError(ConfigurationError):
+    """A chat call on a plain :class:`~ctxstore.store.Store` did not say whose chat it is.
+
+    Raised before anything is sent. The three ways out: pass ``user_id=``, call it on
+    ``store.for_user(user_id)`` (a request handler's handle), or on ``store.admin()`` (an
+    operator's handle, on which no owner means any owner)."""
 
 
 # --- state of the data -----------------------------------------------------------------------
@@ -153,8 +189,12 @@ class StreamFailedError(CtxStoreError):
 
 
 class PermissionDeniedError(CtxStoreError):
-    """The chat belongs to another user, or a Redis ACL refused the command (a tenant reaching
-    outside its namespace); nothing was read or written."""
+    """A handle was asked for what its scope does not allow: an admin handle, or another
+    user's engine, from a :class:`~ctxstore.store.UserStore`. Nothing was read or written.
+
+    Another user's chat is never this error: it is a :class:`ChatNotFoundError` exactly like a
+    chat that does not exist. A refusal by the server's ACL is a :class:`BackendPermissionError`.
+    """
 
 
 class CorruptionError(CtxStoreError):
@@ -173,7 +213,28 @@ class BackendError(CtxStoreError):
 
 
 class BackendUnavailableError(BackendError):
-    """Redis cannot be reached (refused, timed out, cluster down)."""
+    """Redis cannot be reached (refused, dropped, cluster down), or did not reply in time
+    (:class:`BackendTimeoutError`)."""
+
+
+class BackendTimeoutError(BackendUnavailableError):
+    """A command was sent and its reply did not come in time: a write may have been applied.
+
+    Retrying it with the same ``request_id`` (``append(request_id=...)``; an engine's
+    ``save()`` keeps its own across retries) is safe: the chat applies it once."""
+
+
+class BackendPermissionError(BackendError):
+    """The server's ACL refused a command or a key to the Redis user the store connects as
+    (``NOPERM``): the deployment's configuration, not the caller's data. ``command`` names the
+    command (or script) and ``key`` the key when known."""
+
+    def __init__(
+        self, message: str, *, command: str | None, key: str | None, **details: Any
+    ) -> None:
+        super().__init__(message, command=command, key=key, **details)
+        self.command = command
+        self.key = key
 
 
 class BackendBusyError(BackendError):
@@ -198,6 +259,8 @@ class DurabilityError(BackendError):
 __all__ = [
     "BackendBusyError",
     "BackendError",
+    "BackendPermissionError",
+    "BackendTimeoutError",
     "BackendUnavailableError",
     "BranchExistsError",
     "BranchNotFoundError",
@@ -220,6 +283,7 @@ __all__ = [
     "NotFoundError",
     "PayloadTooLargeError",
     "PermissionDeniedError",
+    "ScopeError",
     "StreamFailedError",
     "StreamNotFoundError",
     "UnserializablePayloadError",

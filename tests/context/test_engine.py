@@ -60,9 +60,9 @@ def test_another_users_chat_is_refused_and_left_alone(make_engine: Any, snap: An
     before = snap()
     engine = make_engine(user_id="alice", metadata={"x": 1})
     engine.set(user("let me in"))
-    with pytest.raises(ctxstore.PermissionDeniedError):
+    with pytest.raises(ctxstore.ChatNotFoundError):
         engine.resolve()
-    with pytest.raises(ctxstore.PermissionDeniedError):
+    with pytest.raises(ctxstore.ChatNotFoundError):
         engine.save()
     assert snap() == before
     assert engine.chat is None

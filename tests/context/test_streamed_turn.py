@@ -350,9 +350,9 @@ def test_a_reader_of_another_users_chat_is_refused(make_engine: Any, streams: Mo
     engine = make_engine()
     turn = start(engine)
     consume(turn, engine)
-    with pytest.raises(ctxstore.PermissionDeniedError):
+    with pytest.raises(ctxstore.ChatNotFoundError):
         read_pieces(make_engine.store, "c1", turn.stream_id, user_id="mallory")
-    with pytest.raises(ctxstore.PermissionDeniedError):
+    with pytest.raises(ctxstore.ChatNotFoundError):
         make_engine.store.active_stream("c1", user_id="mallory")
 
 

@@ -249,7 +249,7 @@ def test_turn_arguments_are_checked(make_engine: Any) -> None:
 
 def test_another_users_chat_refuses_the_turn(make_engine: Any) -> None:
     ask(make_engine(), "q1")
-    with pytest.raises(ctxstore.PermissionDeniedError), in_turn(make_engine(user_id="mallory")):
+    with pytest.raises(ctxstore.ChatNotFoundError), in_turn(make_engine(user_id="mallory")):
         pass
 
 

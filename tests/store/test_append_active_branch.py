@@ -46,6 +46,6 @@ def test_none_on_a_missing_or_foreign_chat_writes_nothing(store: Any, snap: Any)
     assert snap() == before
     store.upsert_chat("c1", "alice")
     before = snap()
-    with pytest.raises(ctxstore.PermissionDeniedError):
+    with pytest.raises(ctxstore.ChatNotFoundError):
         store.append("c1", None, [say("a")], expected_head=None, user_id="mallory")
     assert snap() == before

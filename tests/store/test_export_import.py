@@ -219,7 +219,7 @@ def test_an_import_under_another_owner_differs_in_the_owner_only(store: Any) -> 
     assert again[0] == {**original[0], "id": "c2", "user_id": "bob"}
     assert again[1:] == original[1:]
     assert [chat.id for chat in store.list_chats(user_id="bob")] == ["c2"]
-    with pytest.raises(ctxstore.PermissionDeniedError):
+    with pytest.raises(ctxstore.ChatNotFoundError):
         store.get_chat("c2", user_id="alice")
 
 
@@ -274,7 +274,7 @@ def test_an_export_of_a_missing_or_foreign_chat_is_refused(store: Any) -> None:
     with pytest.raises(ctxstore.ChatNotFoundError):
         list(store.export_chat("nope"))
     store.upsert_chat("c1", "alice")
-    with pytest.raises(ctxstore.PermissionDeniedError):
+    with pytest.raises(ctxstore.ChatNotFoundError):
         list(store.export_chat("c1", user_id="bob"))
     assert len(list(store.export_chat("c1", user_id="alice"))) == 2  # the chat and main
 

@@ -26,12 +26,13 @@ from ctxstore._core.scripts import load_script
         (rexc.ReadOnlyError("READONLY You can't write"), ctxstore.errors.BackendBusyError),
         (rexc.ResponseError("TRYAGAIN multiple keys"), ctxstore.errors.BackendBusyError),
         (rexc.ConnectionError("refused"), ctxstore.BackendUnavailableError),
-        (rexc.TimeoutError("timed out"), ctxstore.BackendUnavailableError),
+        (rexc.TimeoutError("timed out"), ctxstore.errors.BackendTimeoutError),
+        (TimeoutError("timed out"), ctxstore.errors.BackendTimeoutError),
         (rexc.ClusterDownError("CLUSTERDOWN"), ctxstore.BackendUnavailableError),
         (rexc.RedisClusterException("no nodes"), ctxstore.BackendUnavailableError),
         (ConnectionResetError("reset"), ctxstore.BackendUnavailableError),
         (rexc.MovedError("3999 127.0.0.1:7001"), ctxstore.errors.ConfigurationError),
-        (rexc.NoPermissionError("NOPERM no access"), ctxstore.PermissionDeniedError),
+        (rexc.NoPermissionError("NOPERM no access"), ctxstore.errors.BackendPermissionError),
         (rexc.ResponseError("ERR something else"), ctxstore.errors.BackendError),
     ],
 )
@@ -39,6 +40,48 @@ def test_backend_errors(error: Exception, expected: type[Exception]) -> None:
     translated = failures.translate(error, {"chat_id": "c1"})
     assert type(translated) is expected
     assert translated.details["chat_id"] == "c1"
+
+
+def test_a_timeout_says_the_write_may_have_been_applied_and_how_to_retry() -> None:
+    translated = failures.translate(rexc.TimeoutError("Timeout reading from socket"))
+    assert isinstance(translated, ctxstore.BackendUnavailableError)
+    assert "may have been applied" in str(translated)
+    assert "same request_id" in str(translated)
+    refused = failures.translate(rexc.ConnectionError("Connection refused"))
+    assert not isinstance(refused, ctxstore.errors.BackendTimeoutError)
+
+
+@pytest.mark.parametrize(
+    ("text", "command", "key"),
+    [
+        # Redis 7.0: the command refused is named, the key is not.
+        (
+            "NOPERM this user has no permissions to run the 'flushall' command",
+            "flushall",
+            None,
+        ),
+        ("NOPERM No permissions to access a key", "append", "ctx:t:{c1}:chat"),
+        # Valkey and Redis 7.2 name the key.
+        (
+            "NOPERM User t has no permissions to access the 'ctx:u:{c1}:log' key",
+            "append",
+            "ctx:u:{c1}:log",
+        ),
+    ],
+)
+def test_an_acl_refusal_names_the_command_and_key(text: str, command: str, key: str | None) -> None:
+    keys = ("ctx:t:{c1}:chat",) if key is None or key.startswith("ctx:t") else (
+        "ctx:u:{c1}:chat",
+        "ctx:u:{c1}:log",
+    )
+    translated = failures.translate(
+        rexc.NoPermissionError(text), {"chat_id": "c1"}, command="append", keys=keys
+    )
+    assert type(translated) is ctxstore.errors.BackendPermissionError
+    assert not isinstance(translated, (ctxstore.PermissionDeniedError, ctxstore.NotFoundError))
+    assert translated.command == command
+    assert translated.key == key
+    assert command in str(translated)
 
 
 @pytest.mark.parametrize(
@@ -67,7 +110,7 @@ def test_backend_errors(error: Exception, expected: type[Exception]) -> None:
             ctxstore.errors.BranchExistsError,
             {},
         ),
-        ('CTX_FORBIDDEN {"what":"chat"}', ctxstore.PermissionDeniedError, {}),
+        ('CTX_TAKEN {"what":"chat"}', ctxstore.ChatNotFoundError, {}),
         ('CTX_CORRUPT {"key":"k","field":"f","reason":"r"}', ctxstore.errors.CorruptionError, {}),
         ('CTX_LIMIT {"what":"chain depth","limit":5}', ctxstore.errors.LimitExceededError, {}),
         ('CTX_INVALID {"reason":"duplicate"}', ctxstore.ValidationError, {}),

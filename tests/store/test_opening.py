@@ -36,7 +36,7 @@ def test_open_of_another_users_chat_reads_and_writes_nothing(store: Any, snap: A
     store.upsert_chat("c1", "alice")
     store.append("c1", "main", [{"role": "user", "content": "secret"}], expected_head=None)
     before = snap()
-    with pytest.raises(ctxstore.PermissionDeniedError):
+    with pytest.raises(ctxstore.ChatNotFoundError):
         store.open_chat("c1", "mallory", {"x": 1}, load=True)
     assert snap() == before
 

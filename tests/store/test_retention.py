@@ -133,7 +133,7 @@ def test_a_bad_ttl_is_refused_and_nothing_is_written(store: Any, snap: Any, ttl:
 def test_another_users_chat_refuses_expire_chat(store: Any, snap: Any) -> None:
     store.upsert_chat("c1", "alice")
     before = snap()
-    with pytest.raises(ctxstore.PermissionDeniedError):
+    with pytest.raises(ctxstore.ChatNotFoundError):
         store.expire_chat("c1", 60, user_id="mallory")
     assert snap() == before
 

@@ -74,7 +74,7 @@ def test_versions_of_an_unknown_message_or_chat(store: Any) -> None:
         store.message_versions("c1", "nope")
     with pytest.raises(ctxstore.errors.NotFoundError):
         store.message_versions("other", "a1")
-    with pytest.raises(ctxstore.errors.PermissionDeniedError):
+    with pytest.raises(ctxstore.ChatNotFoundError):
         store.message_versions("c1", "a1", user_id="mallory")
 
 

@@ -67,7 +67,16 @@ class SyncOverAsync:
             @functools.wraps(attribute)
             def plain(*args: Any, **kwargs: Any) -> Any:
                 result = attribute(*args, **kwargs)
+                if hasattr(result, "__anext__"):  # a method that returns an async iterator
+                    return self._iterate(result)
                 return self if result is self._store else result  # keep chaining on the facade
 
             return plain
         return attribute
+
+    def _iterate(self, items: Any) -> Iterator[Any]:
+        while True:
+            try:
+                yield self._loop.run(items.__anext__())
+            except StopAsyncIteration:
+                return

@@ -270,12 +270,11 @@ class StoreModel:
 
     def open(self, chat_id: str, caller: str | None) -> Chat:
         """The chat a chat-scoped call works on: it exists, and ``caller`` (None: anyone) owns
-        it. Another user's chat is refused before anything is read or written."""
+        it. Another user's chat is refused as a missing one, before anything is read or
+        written."""
         chat = self.chats.get(chat_id)
-        if chat is None:
+        if chat is None or (caller is not None and caller != chat.owner):
             raise ExpectedError(errors.ChatNotFoundError, chat_id=chat_id)
-        if caller is not None and caller != chat.owner:
-            raise ExpectedError(errors.PermissionDeniedError, chat_id=chat_id)
         return chat
 
     # --- chats ---------------------------------------------------------------------------------
@@ -294,7 +293,7 @@ class StoreModel:
         chat = self.chats.get(chat_id)
         if chat is not None:
             if chat.owner != user:
-                raise ExpectedError(errors.PermissionDeniedError, chat_id=chat_id)
+                raise ExpectedError(errors.ChatNotFoundError, chat_id=chat_id)
         else:
             earlier = self.incarnations.setdefault(chat_id, [])
             fresh = INCARNATION.match(incarnation) and incarnation not in earlier
@@ -317,11 +316,10 @@ class StoreModel:
         return self.open(chat_id, caller).meta()
 
     def delete_chat(self, chat_id: str, caller: str | None) -> bool:
-        """True when this call deleted it, False when there was no such chat."""
+        """True when this call deleted it, False when there was no such chat (for the caller)."""
         chat = self.chats.get(chat_id)
-        if chat is None:
-            return False
-        self.open(chat_id, caller)
+        if chat is None or (caller is not None and caller != chat.owner):
+            return False  # another user's chat: as if there were none
         del self.chats[chat_id]
         self.ghost_ids += [m for m in chat.messages if chat.is_reserved(m)]
         return True

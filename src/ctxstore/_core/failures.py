@@ -9,6 +9,8 @@ as other redis-py exceptions. :func:`translate` maps all of them onto the tree i
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,9 +54,14 @@ def is_wrong_type(error: object) -> bool:
 
 
 def translate(
-    error: BaseException, context: Mapping[str, Any] | None = None
+    error: BaseException,
+    context: Mapping[str, Any] | None = None,
+    *,
+    command: str | None = None,
+    keys: tuple[str, ...] = (),
 ) -> errors.CtxStoreError:
-    """The ctxstore error for a redis-py exception; ``context`` (chat id, ...) enriches messages."""
+    """The ctxstore error for a redis-py exception; ``context`` (chat id, ...) enriches messages,
+    ``command`` and ``keys`` (what was sent) name what an ACL refused."""
     ctx = dict(context or {})
     if isinstance(error, errors.CtxStoreError):
         return error
@@ -62,9 +69,7 @@ def translate(
     if isinstance(error, rexc.ClusterDownError) or text.startswith("CLUSTERDOWN"):
         return errors.BackendUnavailableError(f"the Redis Cluster is down: {text}", **ctx)
     if isinstance(error, rexc.NoPermissionError) or text.startswith("NOPERM"):
-        # A Redis ACL refused it: a tenant fenced to its namespace reached outside it, or a
-        # command its user may not run.
-        return errors.PermissionDeniedError(f"the Redis user may not do this: {text}", **ctx)
+        return _refused_by_acl(text, ctx, command, keys)
     if isinstance(error, rexc.ResponseError):
         if text.startswith(_SCRIPT_ERROR_PREFIX):
             return _domain_error(text, ctx)
@@ -78,13 +83,53 @@ def translate(
         return errors.BackendError(f"Redis refused the command: {text}", **ctx)
     if isinstance(error, rexc.BusyLoadingError):
         return errors.BackendBusyError(f"Redis is loading its data: {text}", **ctx)
-    if isinstance(error, (rexc.ConnectionError, rexc.TimeoutError, rexc.ClusterDownError)):
+    if isinstance(error, (rexc.TimeoutError, TimeoutError)):
+        # Sent, and no reply in time (a connect that timed out sent nothing, but redis-py does
+        # not tell the two apart): the command may have run.
+        return errors.BackendTimeoutError(
+            f"Redis did not reply in time ({text or type(error).__name__}): a write may have been "
+            "applied; retrying it with the same request_id is safe (it is applied once)",
+            **ctx,
+        )
+    if isinstance(error, (rexc.ConnectionError, rexc.ClusterDownError)):
         return errors.BackendUnavailableError(f"Redis is unreachable: {text}", **ctx)
     if isinstance(error, (rexc.ClusterError, rexc.RedisClusterException)):
         return errors.BackendUnavailableError(f"the Redis Cluster cannot serve: {text}", **ctx)
-    if isinstance(error, (ConnectionError, TimeoutError, OSError)):
+    if isinstance(error, (ConnectionError, OSError)):
         return errors.BackendUnavailableError(f"Redis is unreachable: {text}", **ctx)
     return errors.BackendError(f"Redis failed: {text}", **ctx)
+
+
+_QUOTED = re.compile(r"'([^']*)'")
+
+
+def _refused_by_acl(
+    text: str, ctx: dict[str, Any], command: str | None, keys: tuple[str, ...]
+) -> errors.BackendPermissionError:
+    """A refusal by the server's ACL, naming the command and the key where they can be known:
+    Redis names the command it refused (``... to run the 'hvals' command``) and, from 7.2 on, a
+    key; otherwise the command is what was sent, and the key the one it touched when it touched
+    one. Never a chat-level error: a misconfigured server must not look like "not your chat"."""
+    named = _QUOTED.findall(text)
+    refused_command = named[0] if "command" in text and named else command
+    refused_key = None
+    if "key" in text:
+        refused_key = next((name for name in named if name in keys), None)
+        if refused_key is None and len(set(keys)) == 1:
+            refused_key = keys[0]
+    if refused_key:
+        where = f" on key {refused_key!r}"
+    elif keys:
+        where = f" on one of its keys ({os.path.commonprefix(list(keys))}...)"
+    else:
+        where = ""
+    return errors.BackendPermissionError(
+        f"the server's ACL refused {refused_command or 'a command'}{where} to this Redis user "
+        f"(check the user's command and key permissions, deploy/acl.conf): {text}",
+        **ctx,
+        command=refused_command,
+        key=refused_key,
+    )
 
 
 def _domain_error(text: str, ctx: dict[str, Any]) -> errors.CtxStoreError:
@@ -120,8 +165,12 @@ def _domain_error(text: str, ctx: dict[str, Any]) -> errors.CtxStoreError:
             f"chat {chat!r} was {details.get('reason', 'replaced')} since the caller read it",
             **ctx,
         )
-    if code == "FORBIDDEN":
-        return errors.PermissionDeniedError(f"chat {chat!r} belongs to another user", **ctx)
+    if code == "TAKEN":
+        # Only opening (create or open) says it: the id is another user's chat. The call fails
+        # as for a chat this caller cannot see; its message says why it cannot be created.
+        return errors.ChatNotFoundError(
+            f"chat {chat!r} cannot be opened: its id is not available to this user", **ctx
+        )
     if code == "CORRUPT":
         key, field = details.get("key"), details.get("field")
         return errors.CorruptionError(

@@ -62,6 +62,14 @@ class Call(Generic[T]):
     context: Mapping[str, Any] = field(default_factory=dict)
     writes: bool | Callable[[T], bool] = False
 
+    @property
+    def name(self) -> str:
+        """The script's name, or the plain command's (for error messages)."""
+        if self.script is not None:
+            return self.script.name
+        first = self.args[0]
+        return first.decode() if isinstance(first, bytes) else str(first)
+
     def wire(self, *, with_source: bool = False) -> WireCommand:
         """The command tuple: EVALSHA, or EVAL with the full source after a NOSCRIPT reply."""
         if self.script is None:
@@ -257,7 +265,9 @@ class Exchange(Generic[T]):
     @staticmethod
     def _complete(call: Call[Any], reply: Outcome) -> Outcome:
         if isinstance(reply, BaseException):
-            return failures.translate(reply, call.context)
+            return failures.translate(
+                reply, call.context, command=call.name, keys=call.keys
+            )
         try:
             return call.parse(reply)
         except CtxStoreError as error:
@@ -266,7 +276,7 @@ class Exchange(Generic[T]):
             # The parsers name the key and field of what they refuse; this is the net under
             # them: a reply no parser expected still surfaces as ctxstore's error, not a raw one.
             key = call.keys[0] if call.keys else None
-            what = call.script.name if call.script is not None else str(call.args[0])
+            what = call.name
             failed = CorruptionError(
                 f"the reply of {what} on {key} could not be read ({type(error).__name__}: {error})",
                 **call.context,

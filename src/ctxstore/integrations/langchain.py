@@ -10,8 +10,9 @@
         lambda session_id: CtxStoreChatMessageHistory(session_id, user_id="alice", store=store),
     )
 
-The history is the chat ``session_id`` owned by ``user_id`` (created by the first write,
-another user's chat is a :class:`~ctxstore.errors.PermissionDeniedError`), and its messages are
+The history is the chat ``session_id`` owned by ``user_id`` (created by the first write;
+another user's chat reads as one that does not exist, and writing to it is a
+:class:`~ctxstore.errors.ChatNotFoundError`), and its messages are
 the chain of the chat's *active branch*, read anew at each call: a rewind made through a
 ``ContextEngine`` shows at the next read. Messages are stored as OpenAI-format chat dicts
 (``convert_to_openai_messages``; ``convert_to_messages`` reads them back), so the same chat works

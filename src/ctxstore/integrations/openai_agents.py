@@ -8,8 +8,9 @@
     session = CtxStoreSession("chat-1", user_id="alice", url="redis://localhost:6379")
     result = await Runner.run(agent, "Plan a weekend in Lisbon.", session=session)
 
-The session is the chat ``session_id`` owned by ``user_id`` (created by the first write,
-another user's chat is a :class:`~ctxstore.errors.PermissionDeniedError`), and its items are the
+The session is the chat ``session_id`` owned by ``user_id`` (created by the first write;
+another user's chat reads as one that does not exist, and writing to it is a
+:class:`~ctxstore.errors.ChatNotFoundError`), and its items are the
 chain of the chat's *active branch*, read anew at every call: a rewind made through a
 ``ContextEngine`` shows at the next ``get_items``. Items are stored exactly as the SDK gives
 them (messages, ``function_call``, ``function_call_output``, ``reasoning``, ...), their own
