@@ -2,8 +2,9 @@
 
 ``ctxstore.connect(url, settings=..., **overrides)`` and ``connect_async`` take the same
 arguments: a :class:`Settings` (or none, for the defaults) and keyword overrides of its fields;
-any other keyword argument goes to the redis-py client. A web app builds its settings once at
-start-up and hands them to every store it makes::
+the redis-py client's own options go in ``redis_options={...}``, and any other keyword is a
+``TypeError`` at the call (see :mod:`ctxstore.store.options`). A web app builds its settings
+once at start-up and hands them to every store it makes::
 
     settings = ctxstore.Settings(namespace="acme", ttl=timedelta(days=30))
     store = ctxstore.connect("redis://cache:6379", settings=settings)
@@ -143,7 +144,8 @@ class Settings:
     Python's cyclic garbage collector while a long chain (256 messages or more) is decoded, a
     sixth of a 10,000-message cold read (process-wide, counted across threads; False leaves the
     collector alone). ``redis_options`` go to the redis-py client a store makes from its URL
-    (``socket_timeout``, ``password``...).
+    (``socket_timeout``, ``password``...), checked against that client's signature by
+    ``connect()``.
     """
 
     namespace: str | None = None
@@ -206,19 +208,21 @@ class Settings:
         return ttl_ms(self.ttl)
 
     def replace(self, **overrides: Any) -> Settings:
-        """These settings with the fields in ``overrides`` replaced; an override that names
-        no field goes to :attr:`redis_options` (as ``connect(**overrides)`` does)."""
-        names = {item.name for item in dataclasses.fields(self)}
-        own = {name: value for name, value in overrides.items() if name in names}
-        passed_on = {name: value for name, value in overrides.items() if name not in names}
-        if passed_on:
-            own["redis_options"] = {**own.get("redis_options", self.redis_options), **passed_on}
-        return dataclasses.replace(self, **own) if own else self
+        """These settings with the fields in ``overrides`` replaced; a name that is no field is
+        a ``TypeError``."""
+        unknown = sorted(set(overrides) - SETTINGS_FIELDS)
+        if unknown:
+            raise TypeError(f"Settings has no field {unknown[0]!r}")
+        return dataclasses.replace(self, **overrides) if overrides else self
+
+
+#: The names of :class:`Settings`' fields: what ``connect(**overrides)`` may name.
+SETTINGS_FIELDS: Final = frozenset(item.name for item in dataclasses.fields(Settings))
 
 
 def settings_of(settings: Settings | None, overrides: Mapping[str, Any]) -> Settings:
     """What ``connect(settings=..., **overrides)`` stands for: ``settings`` (or the defaults)
-    with the overrides applied."""
+    with the overrides (fields only) applied."""
     if settings is not None and not isinstance(settings, Settings):
         raise ConfigurationError(f"settings must be a ctxstore.Settings, got {settings!r}")
     return (settings or Settings()).replace(**overrides)

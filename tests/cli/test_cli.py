@@ -293,23 +293,33 @@ def test_without_url_the_store_comes_from_ctxstore_url(
     assert (code, out.splitlines()) == (0, TRIP_TREE)
 
 
-def test_without_url_or_environment_the_store_is_a_fresh_embedded_one_and_a_note_says_so(
+def test_without_url_or_environment_the_command_refuses_and_says_how_to_name_a_store(
     run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("CTXSTORE_URL", raising=False)
     code, out, err = run("chats")
+    assert (code, out) == (1, "")
+    assert err.startswith("ctxstore: no store URL")
+    assert "CTXSTORE_URL" in err
+    assert "redis://" in err
+
+
+def test_an_embedded_store_asked_for_comes_with_a_note_of_where_its_data_lives(
+    run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("CTXSTORE_URL", "memory://")
+    code, out, err = run("chats")
     assert (code, out) == (0, "no chats\n")
     assert err == MEMORY_NOTE + "\n"
-    assert "nothing will be found" in err
+    assert "in this process, gone when it exits" in err
     assert "--url redis://" in err
-    assert "CTXSTORE_URL" in err
 
 
 def test_no_note_when_a_store_is_named(
     memory_url: str, run: Run, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     monkeypatch.delenv("CTXSTORE_URL", raising=False)
-    assert run("--url", "memory://", "chats") == (0, "no chats\n", "")
+    assert run("--url", memory_url, "chats") == (0, "no chats\n", "")
     monkeypatch.setenv("CTXSTORE_URL", memory_url)
     assert run("chats") == (0, "no chats\n", "")
     assert run("demo")[2] == ""  # the demo makes its own store
@@ -329,7 +339,7 @@ def test_namespaces_fence_the_data(memory_url: str, namespace: str, run: Run) ->
     [
         (["--url", "foo://x", "chats"], r"unsupported store URL scheme 'foo'"),
         (["--url", "redis://127.0.0.1:1", "chats"], r"unreachable"),
-        (["--url", "memory://", "--namespace", "a{b", "chats"], r"namespace must not contain"),
+        (["--url", "memory://t", "--namespace", "a{b", "chats"], r"namespace must not contain"),
     ],
 )
 def test_store_errors_are_one_line_and_exit_1(run: Run, argv: list[str], pattern: str) -> None:
@@ -391,7 +401,8 @@ def run_program(*argv: str) -> subprocess.CompletedProcess[str]:
 @pytest.mark.parametrize(
     ("argv", "code", "stderr"),
     [
-        (["--url", "memory://", "tree", "nope"], 1, "ctxstore: chat 'nope' does not exist\n"),
+        (["--url", "memory://t", "tree", "nope"], 1, "ctxstore: chat 'nope' does not exist\n"),
+        (["tree", "nope"], 1, "ctxstore: no store URL"),
         (["--url", "foo://x", "chats"], 1, "ctxstore: unsupported store URL scheme 'foo'"),
         (["log"], 2, "ctxstore: the following arguments are required: CHAT"),
     ],

@@ -41,15 +41,16 @@ def test_version_in_process_and_as_a_program(run: Run) -> None:
 
 def test_python_dash_m_ctxstore_runs_the_command_line() -> None:
     result = program("--url", "memory://", "chats")
-    assert (result.returncode, result.stdout, result.stderr) == (0, "no chats\n", "")
+    assert (result.returncode, result.stdout, result.stderr) == (0, "no chats\n", MEMORY_NOTE + "\n")
 
 
 def test_the_program_notes_an_empty_embedded_store_on_stderr() -> None:
-    result = program("chats")
+    result = program("chats", env={"CTXSTORE_URL": "memory://"})
     assert (result.returncode, result.stdout) == (0, "no chats\n")
     assert result.stderr == MEMORY_NOTE + "\n"
-    named = program("chats", env={"CTXSTORE_URL": "memory://"})
-    assert named.stderr == ""
+    unnamed = program("chats")
+    assert unnamed.returncode == 1
+    assert unnamed.stderr.startswith("ctxstore: no store URL")
 
 
 @pytest.fixture(scope="module")

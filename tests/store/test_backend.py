@@ -212,11 +212,13 @@ def test_the_first_store_of_a_process_checks_the_server(
     asyncio.run(first())
 
 
-def test_url_from_environment_and_memory_fallback(
+def test_url_from_environment_and_no_silent_fallback(
     monkeypatch: pytest.MonkeyPatch, redis_server: servers.RedisProcess
 ) -> None:
     monkeypatch.delenv("CTXSTORE_URL", raising=False)
-    assert type(ctxstore.connect().client).__module__.startswith("fakeredis")
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="CTXSTORE_URL"):
+        ctxstore.connect()
+    assert type(ctxstore.connect("memory://").client).__module__.startswith("fakeredis")
     monkeypatch.setenv("CTXSTORE_URL", redis_server.url)
     store = ctxstore.connect()
     assert isinstance(store.client, redis.Redis)
@@ -228,7 +230,7 @@ def test_unsupported_scheme() -> None:
     with pytest.raises(ctxstore.errors.ConfigurationError, match="scheme"):
         ctxstore.connect("mongodb://localhost")
     with pytest.raises(ctxstore.errors.ConfigurationError):
-        ctxstore.connect("redis://localhost", decode_responses=True)
+        ctxstore.connect("redis://localhost", redis_options={"decode_responses": True})
 
 
 def test_memory_stores_are_private_unless_named() -> None:

@@ -64,10 +64,13 @@ def test_settings_are_built_once_and_shared_by_stores() -> None:
     first.close()
 
 
-def test_overrides_replace_fields_and_the_rest_goes_to_redis_py() -> None:
+def test_overrides_replace_fields_and_redis_options_go_to_redis_py() -> None:
     settings = Settings(namespace="acme")
     store = ctxstore.connect(
-        "redis://127.0.0.1:1", settings=settings, namespace="globex", socket_timeout=3.0
+        "redis://127.0.0.1:1",
+        settings=settings,
+        namespace="globex",
+        redis_options={"socket_timeout": 3.0},
     )
     assert store.state.keyspace.base == "ctx:globex"
     assert store.state.settings.redis_options == {"socket_timeout": 3.0}
@@ -87,7 +90,9 @@ def test_settings_is_a_frozen_value() -> None:
 def test_a_durability_longer_than_the_socket_timeout_is_refused_at_connect() -> None:
     settings = Settings(durability="replica", durability_timeout=2.0)
     with pytest.raises(ConfigurationError, match="shorter than socket_timeout"):
-        ctxstore.connect("redis://127.0.0.1:1", settings=settings, socket_timeout=1.0)
+        ctxstore.connect(
+            "redis://127.0.0.1:1", settings=settings, redis_options={"socket_timeout": 1.0}
+        )
 
 
 def test_a_store_rejects_settings_of_another_type() -> None:

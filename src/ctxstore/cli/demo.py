@@ -58,13 +58,24 @@ def free_chat_id(store: ctxstore.Store, base: str) -> str:
         candidate = f"{base}-{number}"
 
 
+def where_it_lives(url: str) -> str:
+    """The URL, and for the embedded store what that means: the demo's reader should know
+    whether the chat it just wrote will be there tomorrow."""
+    if url.lower().startswith("memory:"):
+        return f"{url} (in this process, gone when it exits)"
+    return url
+
+
 def run_demo(say: Callable[[str], None], url: str = "memory://") -> str:
     """Run the demo on the store at ``url``; returns the chat id it wrote."""
     with ctxstore.connect(url) as store:
         chat_id = free_chat_id(store, "lisbon-trip")
         _walkthrough(store, chat_id, say)
         say("")
-        say(f"The chat as a tree (* marks the active branch), saved as {chat_id!r} in {url}:")
+        say(
+            f"The chat as a tree (* marks the active branch), saved as {chat_id!r} in "
+            f"{where_it_lives(url)}:"
+        )
         say(visualize_graph(store.get_graph(chat_id)))
     return chat_id
 

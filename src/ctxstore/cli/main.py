@@ -6,8 +6,10 @@
 ``local://`` store, :mod:`ctxstore.cli.local`) or ``web`` (the read-only web console,
 :mod:`ctxstore.cli.web`); ``ctxstore --version`` prints the
 version, and ``python -m ctxstore`` is the same program. Without ``--url`` the store comes from
-``CTXSTORE_URL``, else the embedded ``memory://`` store, which starts empty in every process: a
-one-line note on stderr says so, since nothing will be found there.
+``CTXSTORE_URL``; with neither, the command refuses (exit 1) rather than open a store nobody
+else sees. ``--url memory://`` (a private embedded store, empty in every process) is taken when
+asked for, with a one-line note on stderr that says where that data lives. Every command but ``demo``
+acts as an operator: on the store's ``admin()`` handle.
 
 Mistakes are reported the same way whoever made them: a store error (a chat that does not
 exist, a bad URL, an unreachable server), a file that cannot be read or a usage error prints one
@@ -46,10 +48,11 @@ __all__ = ["DEFAULT_CHAT_LIMIT", "build_parser", "main"]
 
 #: How many chats ``chats`` lists unless ``--limit`` says otherwise.
 DEFAULT_CHAT_LIMIT = 50
-#: Printed on stderr when no store was named and the CLI opened an empty embedded one.
+#: Printed on stderr when the CLI opens an embedded store, which starts empty in each process.
 MEMORY_NOTE = (
-    f"ctxstore: note: no --url given and {URL_ENV} is not set, so this is a new, empty "
-    f"memory:// store where nothing will be found; pass --url redis://HOST:6379 or set {URL_ENV}"
+    "ctxstore: note: memory:// is in this process, gone when it exits: a new, empty store where "
+    f"nothing written by another process will be found; pass --url redis://HOST:6379 or "
+    f"local://PATH, or set {URL_ENV}, for a store that lasts"
 )
 
 #: The drawing formats: previews of the graph (``get_graph``), not its content.
@@ -81,10 +84,14 @@ class _Parser(argparse.ArgumentParser):
 
 
 def _open_store(args: argparse.Namespace) -> ctxstore.Store:
-    """The store the global options name; a note on stderr when that is a new, empty one."""
-    if args.url is None and not os.environ.get(URL_ENV):
+    """The store the global options name (``--url``, else ``CTXSTORE_URL``, else a
+    ConfigurationError naming both); a note on stderr when that is a new, empty embedded one."""
+    url = args.url if args.url is not None else os.environ.get(URL_ENV)
+    if url is not None and url.lower().rstrip("/") == "memory:":
+        # A private embedded store: new and empty in every process. (A named one,
+        # memory://NAME, is shared within a process that embeds the command line.)
         print(_stderr_style().paint(MEMORY_NOTE, "yellow"), file=sys.stderr)
-    return ctxstore.connect(args.url, namespace=args.namespace)
+    return ctxstore.connect(url, namespace=args.namespace)
 
 
 def _out(text: str) -> None:
@@ -299,7 +306,7 @@ def build_parser() -> argparse.ArgumentParser:
         "--url",
         default=None,
         help="store URL (memory://, local://PATH, redis://, redis+cluster://, ...); "
-        f"default: ${URL_ENV}, else a new, empty memory:// store",
+        f"default: ${URL_ENV}; memory:// is an empty store in this process",
     )
     parser.add_argument("--namespace", default=None, help="the tenant namespace to read")
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)

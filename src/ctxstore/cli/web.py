@@ -51,11 +51,16 @@ def _serve(args: argparse.Namespace) -> int:
         raise ConfigurationError(
             f"the web console needs its extra: pip install 'ctxstore[web]' ({error})"
         ) from None
-    url = args.web_url or args.url
-    if url is None and not os.environ.get(URL_ENV):
+    url = args.web_url or args.url or os.environ.get(URL_ENV)
+    if url is None:
+        raise ConfigurationError(
+            f"ctxstore web needs a store: pass --url redis://HOST:6379 (or local://PATH) or set "
+            f"{URL_ENV}"
+        )
+    if url.lower().startswith("memory:"):
         print(
-            f"ctxstore: note: no --url given and {URL_ENV} is not set, so the console shows a new, "
-            "empty memory:// store; pass --url redis://HOST:6379 or local://PATH",
+            "ctxstore: note: the console shows memory://, a new, empty store in this process, "
+            "gone when it exits",
             file=sys.stderr,
         )
     namespaces = args.web_namespaces or ([args.namespace] if args.namespace else None)

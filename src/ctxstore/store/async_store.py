@@ -53,7 +53,7 @@ from ctxstore.models import (
     VerifyReport,
     WrittenSummary,
 )
-from ctxstore.settings import STORE_DEFAULT, TTL, Settings, StoreDefault, settings_of
+from ctxstore.settings import STORE_DEFAULT, TTL, Settings, StoreDefault
 from ctxstore.store.connection import socket_timeout_of
 from ctxstore.store.factory import store_parts
 from ctxstore.store.shell import StoreShell
@@ -520,7 +520,7 @@ def connect_async(
     :class:`AsyncStore` for ``url`` or an existing async redis-py client. No I/O happens here,
     so it can be called at import time; the first operation connects."""
     client, state, owns = store_parts(
-        url, asynchronous=True, settings=settings_of(settings, overrides)
+        url, asynchronous=True, settings=settings, overrides=overrides
     )
     return AsyncStore(client, state, owns_client=owns)
 

@@ -14,8 +14,10 @@ Schemes:
   client discovers the rest. A scheme (rather than a ``cluster=True`` flag) keeps the whole
   target in the one ``CTXSTORE_URL`` variable that deployments set.
 
-``url=None`` reads ``CTXSTORE_URL`` and falls back to ``memory://``. Replies must stay bytes
-(message records are msgpack), so a client that decodes responses is refused.
+``url=None`` reads ``CTXSTORE_URL``; without it, ``connect()`` refuses (a deployment that lost
+one variable must not write to an in-process store no other worker sees): ``memory://`` is used
+only when named. Replies must stay bytes (message records are msgpack), so a client that decodes
+responses is refused.
 """
 
 from __future__ import annotations
@@ -61,9 +63,14 @@ class Target:
 
 
 def parse_url(url: str | None) -> Target:
-    raw = url if url is not None else os.environ.get(ENV_URL) or MEMORY_URL
-    if not isinstance(raw, str) or not raw:
-        raise ConfigurationError(f"store URL must be a non-empty string, got {raw!r}")
+    raw = url if url is not None else os.environ.get(ENV_URL)
+    if raw is None or raw == "":
+        raise ConfigurationError(
+            f"no store URL: pass one (connect('redis://host:6379'), or 'memory://' for an "
+            f"in-process store that lives as long as the process) or set {ENV_URL}"
+        )
+    if not isinstance(raw, str):
+        raise ConfigurationError(f"store URL must be a string, got {raw!r}")
     scheme = urlsplit(raw).scheme.lower()
     if scheme == "memory":
         return Target("memory", raw, raw[len("memory://") :].strip("/"))

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from ctxstore._core.durability import Durability, durability_of
@@ -10,32 +11,68 @@ from ctxstore._core.server_checks import durability_checked_key
 from ctxstore._core.state import REGISTRY, StoreState, wall_clock_ms
 from ctxstore.errors import ConfigurationError
 from ctxstore.messages.tokens import message_counter
-from ctxstore.settings import Settings
+from ctxstore.settings import SETTINGS_FIELDS, Settings, settings_of
 from ctxstore.store.connection import (
     DEFAULT_SOCKET_TIMEOUT,
     adopt_client,
     is_cluster_client,
+    Target,
     is_memory_client,
     make_client,
     parse_url,
     socket_timeout_of,
 )
+from ctxstore.store.options import check_client_options, client_option_names, split_overrides
+
+
+def configured(
+    url: str | Any | None,
+    settings: Settings | None,
+    overrides: Mapping[str, Any],
+    *,
+    asynchronous: bool,
+) -> tuple[Target | None, Settings]:
+    """The target of ``url`` (None for a client passed in) and the settings ``connect(url,
+    settings=..., **overrides)`` stands for, every keyword checked (see
+    :mod:`ctxstore.store.options`) before any client exists."""
+    target = parse_url(url) if url is None or isinstance(url, str) else None
+    names = client_option_names(target.kind if target else "server", asynchronous=asynchronous)
+    own, passed_on = split_overrides(overrides, SETTINGS_FIELDS, names, asynchronous=asynchronous)
+    if passed_on:
+        base = settings.redis_options if isinstance(settings, Settings) else {}
+        own["redis_options"] = {**own.get("redis_options", base), **passed_on}
+    checked = settings_of(settings, own)
+    if target is None and checked.redis_options:
+        raise TypeError(
+            "redis_options are for the client a store makes from a URL; this store was given "
+            "a client: set its options where it is made"
+        )
+    if target is not None:
+        check_client_options(
+            checked.redis_options, names, asynchronous=asynchronous, url=target.url
+        )
+    return target, checked
 
 
 def store_parts(
-    url: str | Any | None, *, asynchronous: bool, settings: Settings
+    url: str | Any | None,
+    *,
+    asynchronous: bool,
+    settings: Settings | None,
+    overrides: Mapping[str, Any],
 ) -> tuple[Any, StoreState, bool]:
     """(client, state, whether the store owns the client) for a URL or an existing client.
 
-    ``settings`` were checked when they were built, so a bad namespace fails before any client
-    is made. Stores made from the same URL share what they learn (chat owners, chains read, the
-    eviction check) within the process (see :class:`~ctxstore._core.state.ServerRegistry`);
-    stores around a client passed in keep theirs private.
+    Every setting and keyword is checked first, so a bad namespace or a misspelled option fails
+    before any client is made. Stores made from the same URL share what they learn (chat owners,
+    chains read, the eviction check) within the process (see
+    :class:`~ctxstore._core.state.ServerRegistry`); stores around a client passed in keep theirs
+    private.
     """
+    target, settings = configured(url, settings, overrides, asynchronous=asynchronous)
     keyspace = Keyspace(prefix=settings.prefix, namespace=settings.namespace)
     options = dict(settings.redis_options)
-    if url is None or isinstance(url, str):
-        target = parse_url(url)
+    if target is not None:
         durable = _durability(
             settings,
             embedded=target.kind == "memory",

@@ -50,7 +50,7 @@ from ctxstore.models import (
     VerifyReport,
     WrittenSummary,
 )
-from ctxstore.settings import STORE_DEFAULT, TTL, Settings, StoreDefault, settings_of
+from ctxstore.settings import STORE_DEFAULT, TTL, Settings, StoreDefault
 from ctxstore.store.connection import DirectLine, socket_timeout_of
 from ctxstore.store.factory import store_parts
 from ctxstore.store.shell import StoreShell
@@ -512,18 +512,20 @@ def connect(
     url: str | Any | None = None, *, settings: Settings | None = None, **overrides: Any
 ) -> Store:
     """A sync store for ``url`` (``memory://``, ``redis://``, ``rediss://``, ``unix://``,
-    ``redis+cluster://``...; None reads ``CTXSTORE_URL``, else ``memory://``) or an existing
-    redis-py client.
+    ``redis+cluster://``...; None reads ``CTXSTORE_URL``, and without it is a
+    ``ConfigurationError``: ``memory://`` only when named) or an existing redis-py client.
 
     ``settings`` (a :class:`~ctxstore.settings.Settings`, built once) sets the namespace, the
     safety bounds, the token counter, the durability, the retention and the process cache;
-    ``overrides`` replace fields of it by name (``namespace="acme"``, ``ttl=3600``...), and any
-    other keyword argument goes to the redis-py client (``socket_timeout=``, ``password=``...).
-    A bad setting is a ``ConfigurationError`` (or ``InvalidIdError``) before any client exists;
-    what depends on the server is checked by the first operation.
+    ``overrides`` replace fields of it by name (``namespace="acme"``, ``ttl=3600``...), and
+    the redis-py client's own options go in ``redis_options={"socket_timeout": 2, ...}``. A
+    keyword that is neither is a ``TypeError`` at the call, on every URL scheme (a client option
+    as a plain keyword still works for this release, with a ``DeprecationWarning``); a bad
+    setting is a ``ConfigurationError`` (or ``InvalidIdError``) before any client exists; what
+    depends on the server is checked by the first operation.
     """
     client, state, owns = store_parts(
-        url, asynchronous=False, settings=settings_of(settings, overrides)
+        url, asynchronous=False, settings=settings, overrides=overrides
     )
     return Store(client, state, owns_client=owns)
 
