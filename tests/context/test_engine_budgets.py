@@ -60,15 +60,55 @@ def test_resolve_with_a_token_budget_keeps_the_newest_that_fit(make_engine: Any)
         for turn in (8, 9)
         for role, word in (("user", "question"), ("assistant", "answer"))
     ]
-    budget = sum(count_tokens(m, estimate_tokens=letters) for m in newest) + 2
+    budget = count_tokens(newest, estimate_tokens=letters)  # the messages and the reply priming
     result = engine.resolve(max_tokens=budget)
     assert contents(result.messages) == ["question 8", "answer 8", "question 9", "answer 9"]
+    assert len(engine.resolve(max_tokens=budget - 1).messages) == 3
     assert contents(engine.resolve(max_messages=3).messages) == [
         "answer 8",
         "question 9",
         "answer 9",
     ]
     assert len(engine.resolve().messages) == 20
+
+
+def test_what_a_budgeted_resolve_returns_counts_at_most_the_budget(make_engine: Any) -> None:
+    """By the store's own counter, the reply priming included, for every budget: the one
+    exception is a newest message (with its tool group) that alone is over it."""
+    engine = make_engine()
+    for turn in range(10):
+        engine.set(ctxstore.user(f"question number {turn} " * 6))
+        engine.set(ctxstore.assistant(f"the answer is {turn} " * 5))
+    engine.save()
+    whole = count_tokens(engine.resolve().messages)
+    assert whole == engine.token_count()
+    newest_alone = count_tokens(engine.resolve(max_messages=1).messages)
+    for budget in [*range(0, 60, 7), *range(whole - 40, whole + 3)]:
+        sent = count_tokens(engine.resolve(max_tokens=budget).messages)
+        assert sent <= budget or sent == newest_alone, budget
+    assert count_tokens(engine.resolve(max_tokens=whole).messages) == whole
+    assert len(engine.resolve(max_tokens=whole - 1).messages) == 19
+
+
+def test_pending_messages_count_against_the_budget_and_are_always_sent(
+    make_engine: Any,
+) -> None:
+    engine = make_engine(estimate_tokens=letters)
+    fill(engine, 5)
+    engine.set(ctxstore.user("a pending question"))
+    pending = count_tokens(
+        [{"role": "user", "content": "a pending question"}], estimate_tokens=letters
+    )
+    for budget in range(0, 120, 3):
+        messages = engine.resolve(max_tokens=budget).messages
+        assert messages[-1]["content"] == "a pending question"
+        assert count_tokens(messages, estimate_tokens=letters) <= max(budget, pending)
+    assert contents(engine.resolve(max_messages=3).messages) == [
+        "question 4",
+        "answer 4",
+        "a pending question",
+    ]
+    assert contents(engine.resolve(max_messages=0).messages) == ["a pending question"]
 
 
 def test_resolve_starts_after_the_summary_and_full_reads_everything(make_engine: Any) -> None:

@@ -199,11 +199,18 @@ class EngineCore:
     ) -> Operation[CachedChain]:
         """The branch's chain as it is in Redis now (another worker may have moved the head),
         from the newest summary on unless ``full``, cut to the newest messages within
-        ``max_tokens`` (counting the summary) / ``max_messages``; what the process cache holds
-        is not read again. One round trip; the first call of an engine takes two when the chat
-        has a summary or a budget is given (opening the chat, then the read)."""
+        ``max_tokens`` / ``max_messages``; what the process cache holds is not read again. One
+        round trip; the first call of an engine takes two when the chat has a summary or a
+        budget is given (opening the chat, then the read).
+
+        A budget is for the whole call: ``max_tokens`` counts the summary, the reply priming
+        and the pending messages (which are always sent) besides the stored ones, and
+        ``max_messages`` the pending ones too, so what ``resolve()`` returns counts at most that
+        by the store's own counter. The one exception, documented: when nothing fits, the
+        newest message comes with its tool group; with pending messages that is them alone."""
+        budget = self.prompt.budget_for_chain(max_tokens, max_messages)
         window = reads.Window(
-            max_tokens=max_tokens, max_messages=max_messages, after_summary=not full
+            max_tokens=budget.tokens, max_messages=budget.messages, after_summary=not full
         )
         versions = self.message_format == "ui"  # a chat UI shows "< 2/3 >": one script more
         # a manager needs the stored size, versions their own script: the read does both
@@ -221,6 +228,8 @@ class EngineCore:
             **self._scope,
         )
         summary = reads.branch_summary(self._state, self.chat_id, reply)
+        if budget.over(reply.kept_tokens + (summary["tokens"] if summary is not None else 0)):
+            chain = EMPTY_CHAIN  # the newest stored message alone did not fit beside the pending
         self.session.read_chain(info, chain, summary, reply.context_tokens, reply.versions)
         return chain
 

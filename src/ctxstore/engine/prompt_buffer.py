@@ -8,6 +8,7 @@ write (:mod:`ctxstore.engine.core`).
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from ctxstore._base.plans import Plan
@@ -27,6 +28,23 @@ from ctxstore.prompt.renderers import (
 
 #: Renderers whose output depends on the fragments and their own settings only.
 _PURE_RENDERERS = (XmlRenderer, MarkdownRenderer, TomlRenderer, ToonRenderer)
+
+
+@dataclass(frozen=True, slots=True)
+class ChainBudget:
+    """The window a read of the stored chain gets (``None``: no bound)."""
+
+    tokens: int | None
+    messages: int | None
+    #: Whether pending messages are sent after the chain: then a chain that does not fit is
+    #: left out whole, since the newest message to send is a pending one.
+    pending: bool
+
+    def over(self, read_tokens: int) -> bool:
+        """Whether a windowed read came back over its token budget: the store's fallback for
+        a window nothing fits (the newest message, with its tool group), which stands only
+        when no pending message is newer."""
+        return self.pending and self.tokens is not None and read_tokens > self.tokens
 
 
 class PromptBuffer:
@@ -115,6 +133,18 @@ class PromptBuffer:
             return prompt
         section = summary_section(summary["content"])
         return f"{prompt}\n\n{section}" if prompt else section
+
+    def budget_for_chain(self, max_tokens: int | None, max_messages: int | None) -> ChainBudget:
+        """What a call's budget leaves the stored chain: the reply priming and the pending
+        messages (sent whatever the budget) come off it."""
+        if max_tokens is None and max_messages is None:
+            return ChainBudget(None, None, pending=False)
+        tokens = None
+        if max_tokens is not None:
+            pending = sum(self.count_message(payload) for payload in self.pending_payloads())
+            tokens = max(max_tokens - REPLY_PRIMING_TOKENS - pending, 0)
+        messages = None if max_messages is None else max(max_messages - len(self.pending), 0)
+        return ChainBudget(tokens, messages, pending=bool(self.pending))
 
     def pending_payloads(self) -> list[dict[str, Any]]:
         """Copies of the pending messages' chat-message dicts."""
