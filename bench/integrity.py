@@ -16,6 +16,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from workload import USER_ID
+
 
 @dataclass(frozen=True)
 class Integrity:
@@ -51,15 +53,16 @@ def _excess(counts: Counter[str]) -> int:
 def check_chat(store: Any, chat_id: str, acknowledged: Iterable[str]) -> Integrity:
     """Compare the ids acknowledged to the writers with what the chat holds now."""
     acked = list(acknowledged)
-    chain = store.load_branch(chat_id, "main").messages
+    chain = store.load_branch(chat_id, "main", user_id=USER_ID).messages
     chain_ids = Counter(item["id"] for item in chain)
     payloads = Counter(item["message"]["content"] for item in chain)
-    graph = store.get_graph(chat_id)
+    graph = store.get_graph(chat_id, user_id=USER_ID)
     reachable: set[str] = set()
     for branch in graph.branches:
         if branch.head_message_id is not None:
             reachable.update(
-                item["id"] for item in store.get_chain(chat_id, branch.head_message_id)
+                item["id"]
+                for item in store.get_chain(chat_id, branch.head_message_id, user_id=USER_ID)
             )
     nodes = {node.id for node in graph.messages}
     return Integrity(

@@ -61,7 +61,7 @@ def window_rows(
     kept = len(window.messages)
     alone = build_chat(store, f"window-alone-{length}", 0)
     start = length - kept
-    store.append(alone.chat_id, "main", messages(kept, start), expected_head=None)
+    store.append(alone.chat_id, "main", messages(kept, start), expected_head=None, user_id=USER_ID)
     windowed = _engine(store, chat.chat_id)
     full = _engine(store, chat.chat_id)
     only = _engine(store, alone.chat_id)
@@ -149,7 +149,7 @@ def compaction_figures(url: str, length: int = 200) -> CompactionFigures:
     store = ctxstore.connect(url, namespace=NAMESPACE)
     try:
         chat = build_chat(store, f"compact-{length}", length)
-        before = store.branch_size(chat.chat_id).context_tokens
+        before = store.branch_size(chat.chat_id, user_id=USER_ID).context_tokens
         counter = message_counter()
         started = time.perf_counter()
         result = run_compaction(
@@ -158,7 +158,7 @@ def compaction_figures(url: str, length: int = 200) -> CompactionFigures:
             lambda _messages: SUMMARY_TEXT,
         )
         seconds = time.perf_counter() - started
-        after = store.branch_size(chat.chat_id).context_tokens
+        after = store.branch_size(chat.chat_id, user_id=USER_ID).context_tokens
         return CompactionFigures(
             messages=length,
             tokens_before=before,

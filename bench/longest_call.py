@@ -100,7 +100,9 @@ def longest_calls(
                 store.upsert_chat(chat.chat_id, USER_ID)
 
             def append(chat: Chat = chat, part: list[dict[str, str]] = part) -> None:
-                result = store.append(chat.chat_id, "main", part, expected_head=chat.head)
+                result = store.append(
+                    chat.chat_id, "main", part, expected_head=chat.head, user_id=USER_ID
+                )
                 chat.head = result.head_message_id
                 chat.length += len(part)
 
@@ -110,10 +112,18 @@ def longest_calls(
         reader = open_store(target.url, cold=True)
         read: list[Observed] = []
         try:
-            reader.load_branch(chain.chat_id)  # connects (HELLO, CLIENT SETINFO) untimed
+            reader.load_branch(
+                chain.chat_id, user_id=USER_ID
+            )  # connects (HELLO, CLIENT SETINFO) untimed
             for _ in range(reads):
                 forget(reader)
-                read.append(_observe(stats, lambda: reader.load_branch(chain.chat_id), read_length))
+                read.append(
+                    _observe(
+                        stats,
+                        lambda: reader.load_branch(chain.chat_id, user_id=USER_ID),
+                        read_length,
+                    )
+                )
         finally:
             reader.close()
     return [

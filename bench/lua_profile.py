@@ -66,7 +66,9 @@ def main() -> None:
     args = parser.parse_args()
     pin_to_one_cpu()
     with local_redis() as server:
-        store = ctxstore.connect(server.url, namespace="lp")
+        store = ctxstore.connect(
+            server.url, namespace="lp"
+        ).admin()  # an operator's benchmark: every user's chats
         plain = redis.Redis.from_url(server.url)
         stats = redis.Redis.from_url(server.url)
         head = build_chat(store, "c", args.length).head

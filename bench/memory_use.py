@@ -68,7 +68,9 @@ def memory_per_message(target: Target, store: Any, count: int, batch: int) -> Me
         store.upsert_chat(chat_id, USER_ID)
         head = None
         for part in batches(count, batch):
-            head = store.append(chat_id, "main", part, expected_head=head).head_message_id
+            head = store.append(
+                chat_id, "main", part, expected_head=head, user_id=USER_ID
+            ).head_message_id
         # A small request after the last append shrinks the client's query buffer, which
         # counts in used_memory and still held the last large request.
         store.client.ping()

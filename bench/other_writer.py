@@ -14,7 +14,7 @@ from multiprocessing.connection import Connection
 from typing import Any, Protocol
 
 from stores import NAMESPACE, open_store
-from workload import Chat, messages
+from workload import USER_ID, Chat, messages
 
 
 class OtherWriter(Protocol):
@@ -32,7 +32,9 @@ def _serve(url: str, namespace: str, pipe: Connection) -> None:
             if request is None:
                 return
             chat_id, head, index = request
-            result = store.append(chat_id, "main", messages(1, index), expected_head=head)
+            result = store.append(
+                chat_id, "main", messages(1, index), expected_head=head, user_id=USER_ID
+            )
             pipe.send(result.head_message_id)
     finally:
         store.close()
@@ -69,7 +71,7 @@ class StoreWriter:
 
     def append_one(self, chat: Chat) -> None:
         result = self._store.append(
-            chat.chat_id, "main", messages(1, chat.length), expected_head=chat.head
+            chat.chat_id, "main", messages(1, chat.length), expected_head=chat.head, user_id=USER_ID
         )
         chat.head = result.head_message_id
         chat.length += 1

@@ -20,7 +20,7 @@ from peers import PeerUnavailableError
 from results import Timed, timed
 from stores import forget, open_store
 from timing import interleave
-from workload import build_chat, build_pool, messages
+from workload import USER_ID, build_chat, build_pool, messages
 
 SCENARIO = "peers"
 MODULES = ("sqlite_cte", "langchain_redis", "openai_agents", "llama_index_redis")
@@ -46,7 +46,7 @@ def _peer_rows(
     def ctx_append() -> None:
         chat = pool.take()
         result = store.append(
-            chat.chat_id, "main", messages(1, chat.length), expected_head=chat.head
+            chat.chat_id, "main", messages(1, chat.length), expected_head=chat.head, user_id=USER_ID
         )
         chat.head = result.head_message_id
         chat.length += 1
@@ -65,7 +65,11 @@ def _peer_rows(
     try:
         loaded = interleave(
             peer.load,
-            {CTX_LOAD: lambda: reader.load_branch(chat.chat_id), PING: floors.ping, **extra},
+            {
+                CTX_LOAD: lambda: reader.load_branch(chat.chat_id, user_id=USER_ID),
+                PING: floors.ping,
+                **extra,
+            },
             iterations,
             warmup,
             before_each=lambda: forget(reader),

@@ -60,7 +60,7 @@ def _server_time_of_cold_reads(
         with count_sent() as sent:
             for _ in range(SERVER_TIME_CALLS):
                 forget(reader)
-                reader.load_branch(chat_id)
+                reader.load_branch(chat_id, user_id=USER_ID)
         delta = command_stats(stats).minus(before)
     return _server_figures(delta, sent, SERVER_TIME_CALLS, length)
 
@@ -70,13 +70,13 @@ def cold_read(target: Target, store: Any, length: int, iterations: int, warmup: 
     chat = build_chat(store, f"cold-{length}", length)
     reader = open_store(target.url, cold=True)
     try:
-        got = len(reader.load_branch(chat.chat_id).messages)
+        got = len(reader.load_branch(chat.chat_id, user_id=USER_ID).messages)
         if got != length:
             raise RuntimeError(f"cold read returned {got} messages, expected {length}")
         floors = Floors(reader.client, chat.chat_id)
         floor_calls = floors.for_read(length)  # fills the floor lists before the loop
         loop = interleave(
-            lambda: reader.load_branch(chat.chat_id),
+            lambda: reader.load_branch(chat.chat_id, user_id=USER_ID),
             floor_calls,
             iterations,
             warmup,
@@ -117,10 +117,10 @@ def warm_read(
     reader = open_store(target.url)
     try:
         for chat in chats.pool.chats:
-            reader.load_branch(chat.chat_id)
+            reader.load_branch(chat.chat_id, user_id=USER_ID)
         floors = Floors(reader.client, chats.current.chat_id)
         loop = interleave(
-            lambda: reader.load_branch(chats.current.chat_id),
+            lambda: reader.load_branch(chats.current.chat_id, user_id=USER_ID),
             floors.for_warm_read(),
             iterations,
             warmup,

@@ -28,7 +28,7 @@ def store_append(target: Target, store: Any, length: int, iterations: int, warmu
     def call() -> None:
         chat = pool.take()
         result = store.append(
-            chat.chat_id, "main", messages(1, chat.length), expected_head=chat.head
+            chat.chat_id, "main", messages(1, chat.length), expected_head=chat.head, user_id=USER_ID
         )
         chat.head = result.head_message_id
         chat.length += 1

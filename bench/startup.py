@@ -32,7 +32,8 @@ import ctxstore
 imported = time.perf_counter_ns()
 store = ctxstore.connect(sys.argv[1], namespace=sys.argv[2])
 store.upsert_chat(sys.argv[3], "bench-user")
-store.append(sys.argv[3], "main", [{"role": "user", "content": sys.argv[4]}], expected_head=None)
+store.append(sys.argv[3], "main", [{"role": "user", "content": sys.argv[4]}], expected_head=None,
+             user_id="bench-user")
 print(imported - start, time.perf_counter_ns() - start)
 """
 
@@ -48,7 +49,7 @@ url, namespace, chat, kind = sys.argv[1:5]
 start = time.perf_counter_ns()
 if kind == "store":
     store = ctxstore.connect(url, namespace=namespace)
-    count = len(store.load_branch(chat).messages)
+    count = len(store.load_branch(chat, user_id="bench-user").messages)
 else:
     client = redis.Redis.from_url(url)
     key = "ctx:" + namespace + ":{" + chat + "}:log"

@@ -88,7 +88,7 @@ def build_chat(store: Any, chat_id: str, length: int, batch: int = BUILD_BATCH) 
     store.upsert_chat(chat_id, USER_ID)
     chat = Chat(chat_id)
     for part in batches(length, batch):
-        result = store.append(chat_id, "main", part, expected_head=chat.head)
+        result = store.append(chat_id, "main", part, expected_head=chat.head, user_id=USER_ID)
         chat.head = result.head_message_id
         chat.length += len(part)
     return chat

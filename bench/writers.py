@@ -66,7 +66,12 @@ def _append_all(store: Any, job: Job) -> Done:
     for index in range(job.count):
         message = {"role": "user", "content": content(job.writer, index)}
         result = store.append(
-            job.chat_id, "main", [message], expected_head=head, on_conflict="rebase"
+            job.chat_id,
+            "main",
+            [message],
+            expected_head=head,
+            on_conflict="rebase",
+            user_id=USER_ID,
         )
         head = result.head_message_id
         acknowledged.extend(result.message_ids)

@@ -106,22 +106,25 @@ def store(
     clock: Clock,
     loop_thread: LoopThread,
 ) -> Iterator[Any]:
-    """A store on ``backend`` through the sync shell or (wrapped) the async shell."""
+    """A store on ``backend`` through the sync shell or (wrapped) the async shell, as its
+    ``admin()`` handle: the suite's tests of what the store does act on their chats as an
+    operator, with or without ``user_id``; what the plain store and a user's handle allow is
+    tested on its own (tests/store/test_scopes.py)."""
     if request.param == "sync":
         sync_store = ctxstore.connect(backend, namespace=namespace, clock=clock)
-        yield sync_store
+        yield sync_store.admin()
         sync_store.close()
         return
     async_store = ctxstore.connect_async(backend, namespace=namespace, clock=clock)
-    yield SyncOverAsync(async_store, loop_thread)
+    yield SyncOverAsync(async_store.admin(), loop_thread)
     loop_thread.run(async_store.close())
 
 
 @pytest.fixture
-def sync_store(backend: str, namespace: str, clock: Clock) -> Iterator[ctxstore.Store]:
-    """The sync shell only (tests about transport details)."""
+def sync_store(backend: str, namespace: str, clock: Clock) -> Iterator[ctxstore.AdminStore]:
+    """The sync shell only (tests about transport details), as its ``admin()`` handle."""
     opened = ctxstore.connect(backend, namespace=namespace, clock=clock)
-    yield opened
+    yield opened.admin()
     opened.close()
 
 

@@ -15,8 +15,8 @@ ROOT = Path(__file__).resolve().parents[1]
 SMOKE = """
 import ctxstore
 from ctxstore._core.scripts import script_dir
-store = ctxstore.connect("memory://")
-store.upsert_chat("c1", "alice")
+store = ctxstore.connect("memory://").for_user("alice")
+store.upsert_chat("c1")
 result = store.append("c1", "main", [{"role": "user", "content": "hi"}], expected_head=None)
 assert store.get_chain("c1", result.head_message_id)[0]["message"]["content"] == "hi"
 assert "site-packages" in str(script_dir()), script_dir()
@@ -86,8 +86,8 @@ def test_wheel_carries_its_type_information_license_and_metadata(wheel: Path) ->
 USER_CODE = """
 import ctxstore
 
-store = ctxstore.connect("memory://")
-chat = store.upsert_chat("c1", "alice")
+store = ctxstore.connect("memory://").for_user("alice")
+chat = store.upsert_chat("c1")
 reveal_type(chat.updated_at)
 count: str = store.append("c1", "main", [{"role": "user", "content": "x"}], expected_head=None)
 """

@@ -85,4 +85,4 @@ def test_track_usage_takes_the_js_sdks_camel_case_counts() -> None:
     engine = ctxstore.ContextEngine(store=store, chat_id="c1", user_id="alice")
     totals = engine.track_usage({"inputTokens": 3, "outputTokens": 4, "totalTokens": 7})
     assert totals == {"input_tokens": 3, "output_tokens": 4, "total_tokens": 7}
-    assert store.get_chat("c1").metadata["usage"] == totals
+    assert store.get_chat("c1", user_id="alice").metadata["usage"] == totals

@@ -267,6 +267,11 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every public name, importe
     )
     from ctxstore.prompt import Fragment, assistant, hint, message, role, user
     from ctxstore.settings import Limits, Settings
-    from ctxstore.store import AsyncStore, Store, connect, connect_async
+    from ctxstore.store import (
+        AsyncStore,
+        Store,
+        connect,
+        connect_async,
+    )
     from ctxstore.window import ContextManager
     from ctxstore.worker import Worker

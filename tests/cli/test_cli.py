@@ -36,7 +36,7 @@ def seed_trip(url: str, namespace: str, *, now: int = START) -> None:
 
     ``main`` ends at ``dddd`` (a follow-up to ``bbbb``), ``main-v2`` at ``cccc``.
     """
-    with ctxstore.connect(url, namespace=namespace, clock=fixed_clock(now)) as store:
+    with ctxstore.connect(url, namespace=namespace, clock=fixed_clock(now)).admin() as store:
         store.upsert_chat("trip", "alice")
         store.update_chat("trip", title="Weekend in Lisbon")
         first = store.append(
@@ -113,7 +113,7 @@ def test_export_on_every_backend(backend: str, namespace: str, run: Run, fmt: st
     seed_trip(backend, namespace)
     code, out, err = run(*store_args(backend, namespace), "export", "trip", "--format", fmt)
     assert (code, err) == (0, "")
-    with ctxstore.connect(backend, namespace=namespace) as store:
+    with ctxstore.connect(backend, namespace=namespace).admin() as store:
         graph = store.get_graph("trip")
     if fmt == "json":
         assert ctxstore.models.ChatGraph.model_validate(json.loads(out)) == graph
@@ -148,7 +148,9 @@ def test_chats_lists_newest_first_and_filters_and_limits(
     memory_url: str, namespace: str, run: Run
 ) -> None:
     seed_trip(memory_url, namespace, now=START)
-    with ctxstore.connect(memory_url, namespace=namespace, clock=fixed_clock(START + 60_000)) as s:
+    with ctxstore.connect(
+        memory_url, namespace=namespace, clock=fixed_clock(START + 60_000)
+    ).admin() as s:
         s.upsert_chat("notes", "bob")
     args = store_args(memory_url, namespace)
     _, out, _ = run(*args, "chats")
@@ -164,7 +166,7 @@ def test_chats_lists_newest_first_and_filters_and_limits(
 
 
 def test_chats_lists_at_most_50_by_default(memory_url: str, namespace: str, run: Run) -> None:
-    with ctxstore.connect(memory_url, namespace=namespace) as store:
+    with ctxstore.connect(memory_url, namespace=namespace).admin() as store:
         for index in range(DEFAULT_CHAT_LIMIT + 1):
             store.upsert_chat(f"c{index}", "alice")
     code, out, _ = run(*store_args(memory_url, namespace), "chats")
@@ -179,7 +181,7 @@ def test_chats_says_when_there_are_none(memory_url: str, namespace: str, run: Ru
 
 
 def test_chats_titles_stay_on_one_printable_line(memory_url: str, namespace: str, run: Run) -> None:
-    with ctxstore.connect(memory_url, namespace=namespace) as store:
+    with ctxstore.connect(memory_url, namespace=namespace).admin() as store:
         store.upsert_chat("c1", "alice")
         store.update_chat("c1", title="placeholder")
         # The API refuses such a title now; data written before (or by hand) may hold one.
@@ -199,12 +201,12 @@ def test_chats_titles_stay_on_one_printable_line(memory_url: str, namespace: str
 def test_tree_prints_the_visualized_graph(memory_url: str, namespace: str, run: Run) -> None:
     seed_trip(memory_url, namespace)
     _, out, _ = run(*store_args(memory_url, namespace), "tree", "trip")
-    with ctxstore.connect(memory_url, namespace=namespace) as store:
+    with ctxstore.connect(memory_url, namespace=namespace).admin() as store:
         assert out == visualize_graph(store.get_graph("trip")) + "\n"
 
 
 def test_tree_of_an_empty_chat(memory_url: str, namespace: str, run: Run) -> None:
-    with ctxstore.connect(memory_url, namespace=namespace) as store:
+    with ctxstore.connect(memory_url, namespace=namespace).admin() as store:
         store.upsert_chat("fresh", "alice")
     code, out, _ = run(*store_args(memory_url, namespace), "tree", "fresh")
     assert (code, out) == (0, "chat 'fresh' has no messages\n(empty branches: main*)\n")
@@ -233,7 +235,7 @@ def test_log_shows_full_text_tool_calls_and_no_terminal_escapes(
 ) -> None:
     long_text = "word " * 100
     call = {"id": "t1", "type": "function", "function": {"name": "search", "arguments": "{}"}}
-    with ctxstore.connect(memory_url, namespace=namespace) as store:
+    with ctxstore.connect(memory_url, namespace=namespace).admin() as store:
         store.upsert_chat("c1", "alice")
         store.append(
             "c1",
@@ -259,7 +261,7 @@ def test_log_shows_full_text_tool_calls_and_no_terminal_escapes(
 
 def test_log_header_counts_the_messages(memory_url: str, namespace: str, run: Run) -> None:
     args = [*store_args(memory_url, namespace), "log", "fresh"]
-    with ctxstore.connect(memory_url, namespace=namespace) as store:
+    with ctxstore.connect(memory_url, namespace=namespace).admin() as store:
         store.upsert_chat("fresh", "alice")
         assert run(*args) == (0, "branch main (active): 0 messages\n", "")
         store.append("fresh", "main", [NewMessage({"role": "user"}, id="m1")], expected_head=None)

@@ -24,7 +24,7 @@ def seed_chats(url: str, namespace: str) -> None:
     """Five chats of alice, c0 oldest; c1 and c3 on plan "pro" (a string), c2 on plan 3."""
     for index in range(5):
         clock = fixed_clock(START + index * 60_000)
-        with ctxstore.connect(url, namespace=namespace, clock=clock) as store:
+        with ctxstore.connect(url, namespace=namespace, clock=clock).admin() as store:
             plan: object = "pro" if index in (1, 3) else index
             store.upsert_chat(f"c{index}", "alice", {"plan": plan})
 
@@ -94,7 +94,7 @@ def test_checkpoints_lists_them_newest_first(memory_url: str, namespace: str, ru
         "plan-b      cccccccc  2023-11-14T22:13:20Z",
         "start       aaaaaaaa  2023-11-14T22:13:20Z",
     ]
-    with ctxstore.connect(memory_url, namespace=namespace) as store:
+    with ctxstore.connect(memory_url, namespace=namespace).admin() as store:
         store.upsert_chat("bare", "alice")
     assert run(*args, "checkpoints", "bare") == (0, "chat 'bare' has no checkpoints\n", "")
     assert assert_one_line_error(*run(*args, "branches", "nope"), 1) == "chat 'nope' does not exist"
@@ -154,7 +154,7 @@ class Terminal(io.StringIO):
 
 
 def exists(url: str, namespace: str, chat_id: str) -> bool:
-    with ctxstore.connect(url, namespace=namespace) as store:
+    with ctxstore.connect(url, namespace=namespace).admin() as store:
         try:
             store.get_chat(chat_id)
         except ctxstore.ChatNotFoundError:
@@ -250,7 +250,7 @@ def test_colour_on_a_terminal_only_and_never_with_no_color(
 def test_stored_escapes_stay_harmless_in_colour(
     memory_url: str, namespace: str, run: Run, terminal_stdout: None
 ) -> None:
-    with ctxstore.connect(memory_url, namespace=namespace) as store:
+    with ctxstore.connect(memory_url, namespace=namespace).admin() as store:
         store.upsert_chat("c1", "alice")
         store.append(
             "c1",

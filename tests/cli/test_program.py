@@ -41,7 +41,11 @@ def test_version_in_process_and_as_a_program(run: Run) -> None:
 
 def test_python_dash_m_ctxstore_runs_the_command_line() -> None:
     result = program("--url", "memory://", "chats")
-    assert (result.returncode, result.stdout, result.stderr) == (0, "no chats\n", MEMORY_NOTE + "\n")
+    assert (result.returncode, result.stdout, result.stderr) == (
+        0,
+        "no chats\n",
+        MEMORY_NOTE + "\n",
+    )
 
 
 def test_the_program_notes_an_empty_embedded_store_on_stderr() -> None:
@@ -57,7 +61,9 @@ def test_the_program_notes_an_empty_embedded_store_on_stderr() -> None:
 def long_chat(redis_server: servers.RedisProcess) -> tuple[str, str]:
     """A chat whose log and export are far longer than a pipe's buffer (64 KiB)."""
     namespace = f"pipe{uuid.uuid4().hex[:8]}"
-    with ctxstore.connect(redis_server.url, namespace=namespace, estimate_tokens=len) as store:
+    with ctxstore.connect(
+        redis_server.url, namespace=namespace, estimate_tokens=len
+    ).admin() as store:
         store.upsert_chat("long", "alice")
         batch = [{"role": "user", "content": f"line {index} " + "x" * 100} for index in range(3000)]
         store.append("long", "main", batch, expected_head=None)

@@ -50,7 +50,7 @@ def test_export_to_a_file_and_import_from_stdin_under_another_owner(
     code, out, _ = run(*store_args(memory_url, namespace + "b"), "import", "-", "--user", "bob")
     assert code == 0
     assert out.startswith("imported chat trip of bob: 4 messages")
-    with ctxstore.connect(memory_url, namespace=namespace + "b") as store:
+    with ctxstore.connect(memory_url, namespace=namespace + "b").admin() as store:
         assert [chat.id for chat in store.list_chats(user_id="bob")] == ["trip"]
 
 
@@ -101,7 +101,7 @@ def test_import_errors_are_one_line_and_name_the_record(
     assert "incomplete" in attempt(exported[:-1], "--chat-id", "x")
     missing = run(*args, "import", str(tmp_path / "absent.jsonl"))
     assert "cannot read" in assert_one_line_error(*missing, 1)
-    with ctxstore.connect(memory_url, namespace=namespace) as store:
+    with ctxstore.connect(memory_url, namespace=namespace).admin() as store:
         assert [chat.id for chat in store.list_chats()] == ["trip"]
 
 

@@ -36,7 +36,7 @@ def run(capsys: pytest.CaptureFixture[str], url: str, namespace: str) -> Run:
 @pytest.fixture
 def store(url: str, namespace: str) -> Iterator[ctxstore.Store]:
     """Chat ``trip`` of alice: three messages on main, an edit of the last one on main-v2."""
-    opened = ctxstore.connect(url, namespace=namespace)
+    opened = ctxstore.connect(url, namespace=namespace).admin()
     opened.upsert_chat("trip", "alice")
     first = opened.append(
         "trip",

@@ -63,6 +63,6 @@ def test_an_engine_refuses_the_other_flavour_of_store() -> None:
     import ctxstore
 
     with pytest.raises(ctxstore.errors.ConfigurationError, match="connect_async"):
-        AsyncContextEngine(store=ctxstore.connect("memory://"), chat_id="c", user_id="u")  # type: ignore[arg-type]
+        AsyncContextEngine(store=ctxstore.connect("memory://").admin(), chat_id="c", user_id="u")  # type: ignore[arg-type]
     with pytest.raises(ctxstore.errors.ConfigurationError, match=r"connect\(\)"):
-        ContextEngine(store=ctxstore.connect_async("memory://"), chat_id="c", user_id="u")  # type: ignore[arg-type]
+        ContextEngine(store=ctxstore.connect_async("memory://").admin(), chat_id="c", user_id="u")  # type: ignore[arg-type]

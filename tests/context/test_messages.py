@@ -48,7 +48,7 @@ def test_user_with_id() -> None:
 
 
 def test_two_saved_messages_get_distinct_generated_ids() -> None:
-    store = ctxstore.connect("memory://")
+    store = ctxstore.connect("memory://").admin()
     store.upsert_chat("c1", "alice")
     result = store.append(
         "c1", "main", [message_payload(user("a")), message_payload(user("a"))], expected_head=None

@@ -164,7 +164,7 @@ def test_concurrent_requests_keep_each_answer_with_its_question(
     request: pytest.FixtureRequest, kind: str, namespace: str, turn: str | None
 ) -> None:
     url = backend_url(request, kind)
-    store = ctxstore.connect(url, namespace=namespace)
+    store = ctxstore.connect(url, namespace=namespace).admin()
     chats = [f"chat{i}" for i in range(CHATS)]
     for chat in chats:
         store.upsert_chat(chat, "alice")
@@ -191,7 +191,7 @@ def test_concurrent_async_requests_keep_each_answer_with_its_question(
     chats = [f"chat{i}" for i in range(CHATS)]
 
     async def serve() -> None:
-        store = ctxstore.connect_async(url, namespace=namespace)
+        store = ctxstore.connect_async(url, namespace=namespace).admin()
         for chat in chats:
             await store.upsert_chat(chat, "alice")
         await asyncio.gather(
@@ -204,7 +204,7 @@ def test_concurrent_async_requests_keep_each_answer_with_its_question(
         await store.close()
 
     asyncio.run(serve())
-    store = ctxstore.connect(url, namespace=namespace)
+    store = ctxstore.connect(url, namespace=namespace).admin()
     for chat in chats:
         check_answers(store, chat, serialized=turn is not None)
     store.close()

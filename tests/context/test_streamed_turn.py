@@ -510,7 +510,7 @@ def test_a_corrupt_stream_record_is_named_and_nothing_is_written(
 async def test_breaking_out_of_async_for_ends_the_turn_once_asyncio_closes_the_generator(
     backend: str, namespace: str, streams: ModelStreams
 ) -> None:
-    store = ctxstore.connect_async(backend, namespace=namespace)
+    store = ctxstore.connect_async(backend, namespace=namespace).admin()
     engine = ctxstore.AsyncContextEngine(store=store, chat_id="c1", user_id="alice")
     engine.set(user(QUESTION))
     turn = await engine.stream_turn(MODEL, mock_response=ANSWER, title=False)
@@ -533,7 +533,7 @@ async def test_cancelling_the_task_that_reads_the_answer_ends_the_turn(
     backend: str, namespace: str, streams: ModelStreams
 ) -> None:
     streams.delay = 0.02
-    store = ctxstore.connect_async(backend, namespace=namespace)
+    store = ctxstore.connect_async(backend, namespace=namespace).admin()
     engine = ctxstore.AsyncContextEngine(store=store, chat_id="c1", user_id="alice")
     engine.set(user(QUESTION))
     turn = await engine.stream_turn(MODEL, mock_response=ANSWER, title=False)
@@ -571,7 +571,7 @@ def test_two_streamed_turns_enqueued_on_one_chat_keep_each_answer_with_its_quest
     backend: str, namespace: str, streams: ModelStreams
 ) -> None:
     streams.delay = 0.005
-    store = ctxstore.connect(backend, namespace=namespace)
+    store = ctxstore.connect(backend, namespace=namespace).admin()
     answers = {"Lisbon?": "Trams and custard tarts.", "Porto?": "Port wine and the Douro."}
 
     def handle(question: str) -> Any:
@@ -597,7 +597,7 @@ async def test_two_async_streamed_turns_enqueued_on_one_chat_keep_each_answer_wi
     backend: str, namespace: str, streams: ModelStreams
 ) -> None:
     streams.delay = 0.005
-    store = ctxstore.connect_async(backend, namespace=namespace)
+    store = ctxstore.connect_async(backend, namespace=namespace).admin()
     answers = {"Lisbon?": "Trams and custard tarts.", "Porto?": "Port wine and the Douro."}
 
     async def handle(question: str) -> Any:
@@ -628,7 +628,7 @@ def assert_serialized(messages: list[dict[str, Any]], answers: dict[str, str]) -
 def test_a_turn_interrupted_midway_stops_its_stream_and_saves_nothing(
     backend: str, namespace: str, streams: ModelStreams
 ) -> None:
-    store = ctxstore.connect(backend, namespace=namespace)
+    store = ctxstore.connect(backend, namespace=namespace).admin()
     engine = ctxstore.ContextEngine(store=store, chat_id="c1", user_id="alice")
     other = ctxstore.ContextEngine(store=store, chat_id="c1", user_id="alice")
     taken: list[Any] = []
@@ -652,7 +652,7 @@ def test_a_turn_interrupted_midway_stops_its_stream_and_saves_nothing(
 def test_a_chat_deleted_while_its_answer_streams_ends_the_turn_and_leaves_nothing(
     backend: str, namespace: str, streams: ModelStreams, snap: Any
 ) -> None:
-    store = ctxstore.connect(backend, namespace=namespace)
+    store = ctxstore.connect(backend, namespace=namespace).admin()
     engine = ctxstore.ContextEngine(store=store, chat_id="c1", user_id="alice")
     streams.delay = 0.06  # past the flush interval: the chunk after the deletion writes
     streams.on_chunk = lambda index: store.delete_chat("c1") if index == 2 else None

@@ -50,7 +50,7 @@ def reader(shell: str, url: str, namespace: str, stream_id: str) -> subprocess.P
 def test_a_reader_in_another_process_resumes_midway_and_gets_every_piece_once_in_order(
     server_backend: str, namespace: str, monkeypatch: pytest.MonkeyPatch, shell: str
 ) -> None:
-    store = ctxstore.connect(server_backend, namespace=namespace)
+    store = ctxstore.connect(server_backend, namespace=namespace).admin()
     engine = ctxstore.ContextEngine(store=store, chat_id="c1", user_id="alice")
     streams = ModelStreams().install(monkeypatch)
     streams.delay = 0.025  # the answer takes about a second, written in many pieces

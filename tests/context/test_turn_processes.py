@@ -37,7 +37,7 @@ def worker(mode: str, url: str, namespace: str) -> subprocess.Popen[str]:
 def test_enqueued_turns_of_many_processes_never_interleave(
     server_backend: str, namespace: str
 ) -> None:
-    store = ctxstore.connect(server_backend, namespace=namespace)
+    store = ctxstore.connect(server_backend, namespace=namespace).admin()
     store.upsert_chat("c1", "alice")
     workers = [worker("turns", server_backend, namespace) for _ in range(PROCESSES)]
     for process in workers:
@@ -55,7 +55,7 @@ def test_enqueued_turns_of_many_processes_never_interleave(
 def test_a_stopped_writer_cannot_write_after_its_lease_was_taken(
     server_backend: str, namespace: str
 ) -> None:
-    store = ctxstore.connect(server_backend, namespace=namespace)
+    store = ctxstore.connect(server_backend, namespace=namespace).admin()
     store.upsert_chat("c1", "alice")
     paused = worker("paused", server_backend, namespace)
     assert paused.stdout is not None

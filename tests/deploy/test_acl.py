@@ -42,7 +42,9 @@ def test_the_file_has_no_comments_and_the_default_user_is_off(
 
 
 def test_a_tenant_runs_every_operation_in_its_namespace(acl_server: servers.RedisProcess) -> None:
-    store = ctxstore.connect(tenant_url(acl_server, "acme"), namespace="acme", estimate_tokens=len)
+    store = ctxstore.connect(
+        tenant_url(acl_server, "acme"), namespace="acme", estimate_tokens=len
+    ).admin()
     store.upsert_chat("c1", "alice", {"plan": "pro"})
     first = store.append(
         "c1",
@@ -85,7 +87,9 @@ def test_a_tenant_streams_an_answer_and_reads_it_back(
 ) -> None:
     """A streamed turn (its stream's start trims, writes, ends) and a reader following it live
     in another thread (the read script, the blocking XREAD, active_stream), as the tenant."""
-    store = ctxstore.connect(tenant_url(acl_server, "acme"), namespace="acme", estimate_tokens=len)
+    store = ctxstore.connect(
+        tenant_url(acl_server, "acme"), namespace="acme", estimate_tokens=len
+    ).admin()
     ModelStreams().install(monkeypatch).delay = 0.01
     engine = ctxstore.ContextEngine(store=store, chat_id="streamed", user_id="alice")
     engine.set(ctxstore.user("Plan a day in Porto."))
@@ -127,9 +131,9 @@ def test_a_tenant_cannot_flush_list_or_read_others(
 def test_another_tenants_namespace_is_a_permission_error(
     acl_server: servers.RedisProcess,
 ) -> None:
-    globex = ctxstore.connect(tenant_url(acl_server, "globex"), namespace="globex")
+    globex = ctxstore.connect(tenant_url(acl_server, "globex"), namespace="globex").admin()
     globex.upsert_chat("secret", "bob")
-    intruder = ctxstore.connect(tenant_url(acl_server, "acme"), namespace="globex")
+    intruder = ctxstore.connect(tenant_url(acl_server, "acme"), namespace="globex").admin()
     calls: list[tuple[str, Any]] = [
         ("get_chat", lambda: intruder.get_chat("secret", user_id="bob")),
         ("get_chain", lambda: intruder.load_branch("secret", user_id="bob")),
@@ -149,7 +153,9 @@ def test_another_tenants_namespace_is_a_permission_error(
     for command, call in calls:
         with pytest.raises(ctxstore.errors.BackendPermissionError) as caught:
             call()
-        assert not isinstance(caught.value, (ctxstore.PermissionDeniedError, ctxstore.NotFoundError))
+        assert not isinstance(
+            caught.value, (ctxstore.PermissionDeniedError, ctxstore.NotFoundError)
+        )
         assert caught.value.command == command
         # Redis 7.0 does not say which key it refused: a call of one key names it, a script
         # of several the prefix they share.
@@ -168,7 +174,7 @@ def test_a_tenant_may_wait_for_its_writes(acl_server: servers.RedisProcess) -> N
         namespace="acme",
         durability="replica",
         durability_timeout=0.1,
-    )
+    ).admin()
     with pytest.raises(ctxstore.errors.DurabilityError):
         store.upsert_chat("durable", "alice")
     assert store.get_chat("durable").user_id == "alice"

@@ -70,7 +70,7 @@ def model(monkeypatch: pytest.MonkeyPatch) -> ScriptedModel:
 
 @pytest.fixture
 def store(redis_server: servers.RedisProcess) -> Iterator[ctxstore.Store]:
-    opened = ctxstore.connect(redis_server.url, namespace=NAMESPACE)
+    opened = ctxstore.connect(redis_server.url, namespace=NAMESPACE).admin()
     yield opened
     opened.close()
 

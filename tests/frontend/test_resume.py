@@ -78,7 +78,7 @@ def test_stop_stream_from_another_worker_saves_what_was_streamed(
     model.delay = 0.02
     stream = start_chat(make_engine(), [ui_user("u1", "count")])
     # another worker: it knows the chat (and shares the test's clock)
-    other = ctxstore.connect(backend, namespace=namespace, clock=clock)
+    other = ctxstore.connect(backend, namespace=namespace, clock=clock).admin()
 
     def stop_at(index: int) -> None:
         if index == 4:
@@ -106,7 +106,7 @@ def test_astop_stream_stops_the_active_answer(
 
     def stop_in_another_worker() -> None:
         async def stop() -> bool:
-            other = ctxstore.connect_async(backend, namespace=namespace, clock=clock)
+            other = ctxstore.connect_async(backend, namespace=namespace, clock=clock).admin()
             try:
                 return await astop_stream(other, "c1")
             finally:

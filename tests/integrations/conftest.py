@@ -25,8 +25,9 @@ async def any_store(
 
 
 @pytest.fixture
-def sync_store(backend: str, namespace: str) -> Iterator[ctxstore.Store]:
-    """A sync Store per backend (what several writers in threads or processes share)."""
+def sync_store(backend: str, namespace: str) -> Iterator[ctxstore.store.AdminStore]:
+    """A sync store per backend (what several writers in threads or processes share), as its
+    admin handle: the tests read back what any session wrote."""
     store = ctxstore.connect(backend, namespace=namespace)
-    yield store
+    yield store.admin()
     store.close()

@@ -74,7 +74,7 @@ def config(session: str) -> Any:
 @pytest.fixture
 def twin_store(backend: str, namespace: str) -> Iterator[ctxstore.Store]:
     """A sync store beside ``any_store`` for reading back what the history wrote."""
-    store = ctxstore.connect(backend, namespace=namespace)
+    store = ctxstore.connect(backend, namespace=namespace).admin()
     yield store
     store.close()
 
@@ -106,7 +106,7 @@ async def test_turns_keep_the_history_sync_and_async(
         ("AIMessage", "Portugal."),
         ("HumanMessage", "Population?"),
     ]
-    reader = ctxstore.connect(backend, namespace=namespace)
+    reader = ctxstore.connect(backend, namespace=namespace).admin()
     assert stored(reader) == [
         {"role": "user", "content": "Capital?"},
         {"role": "assistant", "content": "Lisbon."},
@@ -232,7 +232,7 @@ async def test_add_read_and_clear(any_store: Any, backend: str, namespace: str) 
     assert texts(await history.aget_messages()) == texts(conversation)
     await history.aclear()
     assert await history.aget_messages() == []
-    reader = ctxstore.connect(backend, namespace=namespace)
+    reader = ctxstore.connect(backend, namespace=namespace).admin()
     with pytest.raises(ctxstore.ChatNotFoundError):
         reader.get_chat("chat-1")
     reader.close()
@@ -307,7 +307,7 @@ def test_sync_methods(sync_store: ctxstore.Store) -> None:
 
 
 async def test_sync_methods_on_an_async_store_are_refused(backend: str, namespace: str) -> None:
-    store = ctxstore.connect_async(backend, namespace=namespace)
+    store = ctxstore.connect_async(backend, namespace=namespace).admin()
     history = CtxStoreChatMessageHistory("chat-1", user_id=USER, store=store)
     with pytest.raises(ctxstore.errors.ConfigurationError, match="async"):
         history.add_messages([HumanMessage("x")])
@@ -326,7 +326,7 @@ async def test_a_rewind_through_the_engine_shows_in_the_history(
     await history.aadd_messages(
         [HumanMessage("one"), AIMessage("1"), HumanMessage("two"), AIMessage("2")]
     )
-    reader = ctxstore.connect(backend, namespace=namespace)
+    reader = ctxstore.connect(backend, namespace=namespace).admin()
     engine = ctxstore.ContextEngine(store=reader, chat_id="chat-1", user_id=USER)
     engine.resolve()
     first_answer = reader.load_branch("chat-1").messages[1]["id"]
@@ -360,7 +360,7 @@ async def test_bad_input_and_other_users(any_store: Any) -> None:
 def test_url_opens_a_store_of_its_own() -> None:
     history = CtxStoreChatMessageHistory("chat-1", user_id=USER, url="memory://langchain-url")
     history.add_messages([HumanMessage("hi")])
-    reader = ctxstore.connect("memory://langchain-url")
+    reader = ctxstore.connect("memory://langchain-url").admin()
     assert stored(reader) == [{"role": "user", "content": "hi"}]
     history.close()
     reader.close()
@@ -409,14 +409,14 @@ async def test_concurrent_async_writers(any_store: Any, backend: str, namespace:
             await history.aadd_messages(pair(index, n))
 
     await asyncio.gather(*(write(i) for i in range(4)))
-    reader = ctxstore.connect(backend, namespace=namespace)
+    reader = ctxstore.connect(backend, namespace=namespace).admin()
     check_every_write_landed(reader, 4, 5)
     reader.close()
 
 
 def _process_writer(index: int, barrier: Any, url: str, namespace: str, per_writer: int) -> int:
     history = CtxStoreChatMessageHistory(
-        "chat-1", user_id=USER, url=None, store=ctxstore.connect(url, namespace=namespace)
+        "chat-1", user_id=USER, url=None, store=ctxstore.connect(url, namespace=namespace).admin()
     )
     _ = history.messages  # warm up: connection, server checks, scripts
     barrier.wait(timeout=60)
@@ -428,6 +428,6 @@ def _process_writer(index: int, barrier: Any, url: str, namespace: str, per_writ
 @pytest.mark.slow
 def test_concurrent_writers_in_processes(server_backend: str, namespace: str) -> None:
     run_workers(_process_writer, 3, server_backend, namespace, 15)
-    store = ctxstore.connect(server_backend, namespace=namespace)
+    store = ctxstore.connect(server_backend, namespace=namespace).admin()
     check_every_write_landed(store, 3, 15)
     store.close()

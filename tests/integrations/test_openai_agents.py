@@ -46,7 +46,7 @@ def stored(store: ctxstore.Store, chat_id: str = "chat-1") -> list[dict[str, Any
 @pytest.fixture
 def twin(backend: str, namespace: str) -> Iterator[ctxstore.Store]:
     """A sync store beside ``any_store`` for reading back what the session wrote."""
-    store = ctxstore.connect(backend, namespace=namespace)
+    store = ctxstore.connect(backend, namespace=namespace).admin()
     yield store
     store.close()
 
@@ -465,7 +465,7 @@ async def test_bad_items_and_arguments_are_refused_before_any_write(
 async def test_url_opens_a_store_of_its_own() -> None:
     session = CtxStoreSession("chat-1", user_id=USER, url="memory://agents-url")
     await session.add_items([{"role": "user", "content": "hi"}])
-    reader = ctxstore.connect("memory://agents-url")
+    reader = ctxstore.connect("memory://agents-url").admin()
     assert contents(stored(reader)) == ["hi"]
     session.close()
     reader.close()
@@ -548,7 +548,7 @@ def check_every_write_landed(items: list[dict[str, Any]], writers: int, per_writ
 
 
 def _process_writer(index: int, barrier: Any, url: str, namespace: str, per_writer: int) -> int:
-    store = ctxstore.connect(url, namespace=namespace)
+    store = ctxstore.connect(url, namespace=namespace).admin()
     session = CtxStoreSession("chat-1", user_id=USER, store=store)
 
     async def go() -> None:
@@ -571,7 +571,7 @@ def _process_writer(index: int, barrier: Any, url: str, namespace: str, per_writ
 def test_concurrent_sessions_in_processes_lose_nothing(server_backend: str, namespace: str) -> None:
     writers, per_writer = 3, 15
     run_workers(_process_writer, writers, server_backend, namespace, per_writer)
-    store = ctxstore.connect(server_backend, namespace=namespace)
+    store = ctxstore.connect(server_backend, namespace=namespace).admin()
     check_every_write_landed(stored(store), writers, per_writer)
     assert store.verify_chat("chat-1").ok
     store.close()

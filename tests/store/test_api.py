@@ -15,7 +15,12 @@ from ctxstore import AsyncStore, Store
 SYNC_ONLY = {"__enter__", "__exit__"}
 ASYNC_ONLY = {"__aenter__", "__aexit__"}
 #: Methods that do no I/O: plain methods on both stores.
-NO_IO = {"clear_cache"}
+NO_IO = {"clear_cache", "admin", "for_user"}
+#: The handles a store makes: each shell's own kind.
+HANDLES = {
+    "admin": ("AdminStore", "AsyncAdminStore"),
+    "for_user": ("UserStore", "AsyncUserStore"),
+}
 #: Methods whose records come as an iterator (sync) and an async iterator (async): the same
 #: parameters, annotated each for its own kind of iteration.
 STREAMING = {"export_chat", "import_chat"}
@@ -48,17 +53,19 @@ def test_sync_and_async_stores_have_the_same_names_and_signatures() -> None:
             assert _unannotated(sync_member) == _unannotated(async_member), name
             continue
         sync_sig, async_sig = inspect.signature(sync_member), inspect.signature(async_member)
-        if name in ITERATORS:
-            assert (sync_sig.return_annotation, async_sig.return_annotation) == ITERATORS[name]
+        if name in ITERATORS or name in HANDLES:
+            expected = ITERATORS.get(name) or HANDLES[name]
+            assert (sync_sig.return_annotation, async_sig.return_annotation) == expected
             sync_sig = sync_sig.replace(return_annotation=inspect.Signature.empty)
             async_sig = async_sig.replace(return_annotation=inspect.Signature.empty)
         assert sync_sig == async_sig, name
-        expect_coroutine = name not in NO_IO and name not in ITERATORS
+        expect_coroutine = name not in NO_IO and name not in ITERATORS and name not in HANDLES
         assert inspect.iscoroutinefunction(async_member) == expect_coroutine, name
 
 
 def test_read_stream_is_a_generator_on_the_sync_store_and_an_async_one_on_the_other() -> None:
-    sync_store, async_store = ctxstore.connect("memory://"), ctxstore.connect_async("memory://")
+    sync_store = ctxstore.connect("memory://").admin()
+    async_store = ctxstore.connect_async("memory://").admin()
     stream_id = "1-0.abcdef"
     reading, areading = (
         sync_store.read_stream("c", stream_id),
@@ -127,7 +134,7 @@ def test_import_ctxstore_loads_only_the_error_classes() -> None:
 def test_the_write_path_loads_neither_pydantic_nor_the_async_store() -> None:
     code = (
         "import ctxstore\n"
-        "store = ctxstore.connect('redis://127.0.0.1:1')\n"
+        "store = ctxstore.connect('redis://127.0.0.1:1').admin()\n"
         "from ctxstore._core.ops import append, reads\nfrom ctxstore._core import cache\n"
         "store.state.cache.clear()"
     )

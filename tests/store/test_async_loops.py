@@ -31,7 +31,7 @@ def other_loop() -> Iterator[asyncio.AbstractEventLoop]:
 def test_a_second_running_loop_is_refused_at_once(
     backend: str, namespace: str, snap: Any, other_loop: asyncio.AbstractEventLoop
 ) -> None:
-    store = ctxstore.connect_async(backend, namespace=namespace)
+    store = ctxstore.connect_async(backend, namespace=namespace).admin()
     asyncio.run_coroutine_threadsafe(store.upsert_chat("c1", "alice"), other_loop).result(30)
     before = snap()
 
@@ -51,7 +51,7 @@ def test_a_second_running_loop_is_refused_at_once(
 def test_a_loop_after_a_closed_one_takes_the_store_over(backend: str, namespace: str) -> None:
     """On a single server and the embedded store; a Cluster client keeps its connections in
     its nodes, so a new loop there is refused like a second running one."""
-    store = ctxstore.connect_async(backend, namespace=namespace)
+    store = ctxstore.connect_async(backend, namespace=namespace).admin()
 
     async def write(chat: str) -> None:
         await store.upsert_chat(chat, "alice")
@@ -62,7 +62,7 @@ def test_a_loop_after_a_closed_one_takes_the_store_over(backend: str, namespace:
             asyncio.run(write("c2"))
         return
     asyncio.run(write("c2"))
-    reader = ctxstore.connect(backend, namespace=namespace)
+    reader = ctxstore.connect(backend, namespace=namespace).admin()
     assert [reader.get_chat(chat).user_id for chat in ("c1", "c2")] == ["alice", "alice"]
     reader.close()
     asyncio.run(store.close())

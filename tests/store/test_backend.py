@@ -24,7 +24,7 @@ def closed_port() -> int:
 
 
 def test_unreachable_redis_is_backend_unavailable_with_the_cause() -> None:
-    store = ctxstore.connect(f"redis://127.0.0.1:{closed_port()}")
+    store = ctxstore.connect(f"redis://127.0.0.1:{closed_port()}").admin()
     with pytest.raises(ctxstore.BackendUnavailableError) as caught:
         store.get_chat("c1")
     assert isinstance(caught.value.__cause__, redis.ConnectionError)
@@ -33,7 +33,7 @@ def test_unreachable_redis_is_backend_unavailable_with_the_cause() -> None:
 
 def test_unreachable_redis_async() -> None:
     async def attempt() -> None:
-        store = ctxstore.connect_async(f"redis://127.0.0.1:{closed_port()}")
+        store = ctxstore.connect_async(f"redis://127.0.0.1:{closed_port()}").admin()
         try:
             await store.upsert_chat("c1", "alice")
         finally:
@@ -53,7 +53,7 @@ def test_unreachable_cluster_seed() -> None:
 def test_a_cluster_node_reached_without_cluster_mode_says_so(
     redis_cluster: servers.Cluster,
 ) -> None:
-    store = ctxstore.connect(redis_cluster.nodes[0].url)
+    store = ctxstore.connect(redis_cluster.nodes[0].url).admin()
     ids = [f"chat{i}" for i in range(20)]  # some of them hash to another node
     errors = []
     for chat_id in ids:
@@ -101,9 +101,11 @@ def test_append_and_get_chain_are_one_round_trip(
     from tests.support.facade import SyncOverAsync
 
     if shell == "sync":
-        store: Any = ctxstore.connect(backend, namespace=namespace)
+        store: Any = ctxstore.connect(backend, namespace=namespace).admin()
     else:
-        store = SyncOverAsync(ctxstore.connect_async(backend, namespace=namespace), loop_thread)
+        store = SyncOverAsync(
+            ctxstore.connect_async(backend, namespace=namespace).admin(), loop_thread
+        )
     head = warm(store)
     with trace_wire() as append_wire:
         result = store.append(
@@ -139,7 +141,7 @@ def command_counts(url: str) -> dict[str, int]:
 def test_server_counts_one_script_call_per_append_and_get_chain(
     server_backend: str, namespace: str
 ) -> None:
-    store = ctxstore.connect(server_backend, namespace=namespace)
+    store = ctxstore.connect(server_backend, namespace=namespace).admin()
     head = warm(store)
     before = command_counts(server_backend)
     result = store.append("c1", "main", [{"role": "user", "content": "b"}], expected_head=head)
@@ -163,7 +165,7 @@ def test_server_counts_one_script_call_per_append_and_get_chain(
 
 def test_eviction_policy_warning(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
     with servers.standalone(tmp_path / "lru", "--maxmemory-policy", "allkeys-lru") as server:
-        store = ctxstore.connect(server.url)
+        store = ctxstore.connect(server.url).admin()
         with caplog.at_level(logging.WARNING, logger="ctxstore"):
             store.upsert_chat("c1", "alice")
             store.get_chat("c1")
@@ -176,7 +178,7 @@ def test_eviction_policy_warning(tmp_path: Path, caplog: pytest.LogCaptureFixtur
 def test_no_warning_with_noeviction(
     redis_server: servers.RedisProcess, caplog: pytest.LogCaptureFixture
 ) -> None:
-    store = ctxstore.connect(redis_server.url, namespace=f"t{uuid.uuid4().hex[:8]}")
+    store = ctxstore.connect(redis_server.url, namespace=f"t{uuid.uuid4().hex[:8]}").admin()
     with caplog.at_level(logging.WARNING, logger="ctxstore"):
         store.upsert_chat("c1", "alice")
     store.delete_chat("c1")
@@ -195,7 +197,7 @@ def test_the_first_store_of_a_process_checks_the_server(
     # As in a process that just started: no server checked yet.
     monkeypatch.setattr(state.REGISTRY, "_checked", OrderedDict())
     if shell == "sync":
-        store = ctxstore.connect(server_backend, namespace=namespace)
+        store = ctxstore.connect(server_backend, namespace=namespace).admin()
         assert store.state.check_server
         store.upsert_chat("c1", "alice")
         assert not store.state.check_server
@@ -203,7 +205,7 @@ def test_the_first_store_of_a_process_checks_the_server(
         return
 
     async def first() -> None:
-        store = ctxstore.connect_async(server_backend, namespace=namespace)
+        store = ctxstore.connect_async(server_backend, namespace=namespace).admin()
         assert store.state.check_server
         await store.upsert_chat("c1", "alice")
         assert not store.state.check_server
@@ -220,7 +222,7 @@ def test_url_from_environment_and_no_silent_fallback(
         ctxstore.connect()
     assert type(ctxstore.connect("memory://").client).__module__.startswith("fakeredis")
     monkeypatch.setenv("CTXSTORE_URL", redis_server.url)
-    store = ctxstore.connect()
+    store = ctxstore.connect().admin()
     assert isinstance(store.client, redis.Redis)
     assert store.client.connection_pool.connection_kwargs["port"] == redis_server.port
     store.close()
@@ -234,16 +236,16 @@ def test_unsupported_scheme() -> None:
 
 
 def test_memory_stores_are_private_unless_named() -> None:
-    one, two = ctxstore.connect("memory://"), ctxstore.connect("memory://")
+    one, two = ctxstore.connect("memory://").admin(), ctxstore.connect("memory://").admin()
     one.upsert_chat("c1", "alice")
     with pytest.raises(ctxstore.ChatNotFoundError):
         two.get_chat("c1")
     name = f"memory://{uuid.uuid4().hex}"
-    sync_store = ctxstore.connect(name)
+    sync_store = ctxstore.connect(name).admin()
     sync_store.upsert_chat("c1", "alice")
 
     async def read() -> str:
-        async_store = ctxstore.connect_async(name)
+        async_store = ctxstore.connect_async(name).admin()
         meta = await async_store.get_chat("c1")
         await async_store.close()
         return meta.user_id
@@ -255,7 +257,7 @@ def test_an_existing_client_can_be_passed_and_is_not_closed(
     redis_server: servers.RedisProcess,
 ) -> None:
     client = redis.Redis(port=redis_server.port)
-    store = ctxstore.connect(client, namespace=f"t{uuid.uuid4().hex[:8]}")
+    store = ctxstore.connect(client, namespace=f"t{uuid.uuid4().hex[:8]}").admin()
     store.upsert_chat("c1", "alice")
     store.delete_chat("c1")
     store.close()
@@ -283,11 +285,11 @@ def test_stores_of_one_process_share_what_they_learned(
     redis_server: servers.RedisProcess, namespace: str
 ) -> None:
     """A store per request must not pay the eviction check and owner lookups every time."""
-    first = ctxstore.connect(redis_server.url, namespace=namespace)
+    first = ctxstore.connect(redis_server.url, namespace=namespace).admin()
     first.upsert_chat("c1", "alice")
     head = first.append("c1", "main", [{"role": "user", "content": "a"}], expected_head=None)
     first.close()
-    second = ctxstore.connect(redis_server.url, namespace=namespace)
+    second = ctxstore.connect(redis_server.url, namespace=namespace).admin()
     second.client.ping()
     with trace_wire() as wire:
         second.append(
@@ -300,7 +302,7 @@ def test_stores_of_one_process_share_what_they_learned(
 
 
 def test_private_memory_stores_share_nothing() -> None:
-    one, two = ctxstore.connect("memory://"), ctxstore.connect("memory://")
+    one, two = ctxstore.connect("memory://").admin(), ctxstore.connect("memory://").admin()
     one.upsert_chat("c1", "alice")
     assert two.state.owners.get("c1") is None
 
@@ -310,7 +312,7 @@ def test_the_store_recovers_when_redis_drops_its_connections(
 ) -> None:
     """A sync store keeps one connection for its single commands: a dropped one is replaced,
     and the call that found it dropped still succeeds (through redis-py's retries)."""
-    store = ctxstore.connect(redis_server.url, namespace=namespace)
+    store = ctxstore.connect(redis_server.url, namespace=namespace).admin()
     store.upsert_chat("c1", "alice")
     head = store.append("c1", "main", [{"role": "user", "content": "a"}], expected_head=None)
     killer = redis_server.client()

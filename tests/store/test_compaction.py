@@ -31,7 +31,7 @@ COUNT = message_counter(estimate_tokens=letters)
 
 @pytest.fixture
 def cstore(backend: str, namespace: str) -> Iterator[Any]:
-    store = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters)
+    store = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters).admin()
     store.upsert_chat("k", "alice")
     yield store
     store.close()
@@ -160,7 +160,9 @@ def test_messages_appended_while_summarizing_are_kept(cstore: Any) -> None:
 
 def test_the_async_driver_takes_an_async_summarizer(backend: str, namespace: str) -> None:
     async def scenario() -> Any:
-        store = ctxstore.connect_async(backend, namespace=namespace, estimate_tokens=letters)
+        store = ctxstore.connect_async(
+            backend, namespace=namespace, estimate_tokens=letters
+        ).admin()
         await store.upsert_chat("k", "alice")
         head = None
         for i in range(6):

@@ -36,7 +36,9 @@ class Clock:
 @pytest.fixture
 def jstore(backend: str, namespace: str) -> Iterator[tuple[Any, Clock]]:
     clock = Clock()
-    store = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters, clock=clock)
+    store = ctxstore.connect(
+        backend, namespace=namespace, estimate_tokens=letters, clock=clock
+    ).admin()
     store.upsert_chat("j", "alice")
     yield store, clock
     store.close()

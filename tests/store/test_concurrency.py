@@ -129,7 +129,7 @@ def run_workers(target: Callable[..., Any], count: int, *args: Any) -> list[Any]
 
 def _ready(url: str, namespace: str, chat_id: str, barrier: Any) -> ctxstore.Store:
     """A connected, warmed-up store, returned once every worker of the group is ready."""
-    store = ctxstore.connect(url, namespace=namespace)
+    store = ctxstore.connect(url, namespace=namespace).admin()
     store.get_chat(chat_id)
     barrier.wait(timeout=BARRIER_TIMEOUT)
     return store
@@ -257,7 +257,7 @@ def delete_worker(
 @pytest.fixture
 def shared(server_backend: str, namespace: str) -> Iterator[ctxstore.Store]:
     """The test's own store on the server, with the chat the workers race on."""
-    store = ctxstore.connect(server_backend, namespace=namespace)
+    store = ctxstore.connect(server_backend, namespace=namespace).admin()
     store.upsert_chat(CHAT, OWNER)
     yield store
     store.close()

@@ -41,8 +41,8 @@ def pair(tmp_path_factory: pytest.TempPathFactory) -> Iterator[servers.ReplicaPa
 def open_store(shell: str, url: str, loop_thread: LoopThread, **options: Any) -> Any:
     options.setdefault("estimate_tokens", len)
     if shell == "sync":
-        return ctxstore.connect(url, **options)
-    return SyncOverAsync(ctxstore.connect_async(url, **options), loop_thread)
+        return ctxstore.connect(url, **options).admin()
+    return SyncOverAsync(ctxstore.connect_async(url, **options).admin(), loop_thread)
 
 
 def close_store(store: Any, loop_thread: LoopThread) -> None:
@@ -75,7 +75,7 @@ def durable(
 @pytest.fixture
 def plain(pair: servers.ReplicaPair, namespace: str) -> Iterator[ctxstore.Store]:
     """A store on the same primary and namespace that does not wait."""
-    store = ctxstore.connect(pair.primary.url, namespace=namespace, estimate_tokens=len)
+    store = ctxstore.connect(pair.primary.url, namespace=namespace, estimate_tokens=len).admin()
     yield store
     store.close()
 
@@ -108,8 +108,8 @@ def test_every_acknowledged_durable_write_survives_a_failover_that_loses_the_oth
         servers.wait_for_replication(primary, replica)
         durable = ctxstore.connect(
             primary.url, durability="replica", durability_timeout=SHORT, **options
-        )
-        plain = ctxstore.connect(primary.url, **options)
+        ).admin()
+        plain = ctxstore.connect(primary.url, **options).admin()
 
         durable.upsert_chat("c1", "alice", {"plan": "pro"})
         acknowledged: list[str] = []
@@ -145,7 +145,7 @@ def test_every_acknowledged_durable_write_survives_a_failover_that_loses_the_oth
         promoted.execute_command("REPLICAOF", "NO", "ONE")
         promoted.close()
 
-        survivor = ctxstore.connect(replica.url, **options)
+        survivor = ctxstore.connect(replica.url, **options).admin()
         chain = survivor.load_branch("c1")
         assert [item["id"] for item in chain.messages] == acknowledged
         assert chain.branch.head_message_id == head
@@ -299,7 +299,7 @@ def _read_a_missing_stream(store: Any) -> None:
 
 
 #: Public members that send nothing of their own.
-NO_IO = {"client", "state", "run", "clear_cache", "close"}
+NO_IO = {"client", "state", "run", "clear_cache", "close", "admin", "for_user", "any_owner"}
 
 
 def test_every_store_operation_is_classified_as_a_write_or_a_read() -> None:
@@ -391,7 +391,7 @@ def test_aof_on_a_server_without_waitaof_is_a_configuration_error_before_any_wri
             store.upsert_chat("c1", "alice")
         assert "7.2" in str(raised.value)
     close_store(store, loop_thread)
-    check = ctxstore.connect(redis_server.url, namespace=namespace)
+    check = ctxstore.connect(redis_server.url, namespace=namespace).admin()
     with pytest.raises(ctxstore.ChatNotFoundError):
         check.get_chat("c1")
     check.close()
@@ -400,7 +400,7 @@ def test_aof_on_a_server_without_waitaof_is_a_configuration_error_before_any_wri
 def test_durability_on_a_replica_is_a_configuration_error(
     pair: servers.ReplicaPair, namespace: str
 ) -> None:
-    store = ctxstore.connect(pair.replica.url, namespace=namespace, durability="replica")
+    store = ctxstore.connect(pair.replica.url, namespace=namespace, durability="replica").admin()
     with pytest.raises(ctxstore.errors.ConfigurationError, match="must be a primary"):
         store.get_chat("c1")
     store.close()

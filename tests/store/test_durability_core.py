@@ -163,7 +163,9 @@ def test_the_wait_must_end_before_the_socket_times_out() -> None:
         ctxstore.connect("redis://127.0.0.1:1", durability="replica", durability_timeout=5.0)
     with pytest.raises(ctxstore.errors.ConfigurationError, match="shorter than socket_timeout"):
         ctxstore.connect_async(
-            "redis://127.0.0.1:1", durability="aof", durability_timeout=2,
+            "redis://127.0.0.1:1",
+            durability="aof",
+            durability_timeout=2,
             redis_options={"socket_timeout": 2},
         )
     client = redis.Redis(port=1, socket_timeout=0.5)
@@ -171,12 +173,16 @@ def test_the_wait_must_end_before_the_socket_times_out() -> None:
         ctxstore.connect(client, durability="replica")
     client.close()
     longer = ctxstore.connect(
-        "redis://127.0.0.1:1", durability="replica", durability_timeout=5.0,
+        "redis://127.0.0.1:1",
+        durability="replica",
+        durability_timeout=5.0,
         redis_options={"socket_timeout": 6},
     )
     assert longer.state.durability == Durability("replica", 5000)
     unbounded = ctxstore.connect(
-        "redis://127.0.0.1:1", durability="replica", durability_timeout=30,
+        "redis://127.0.0.1:1",
+        durability="replica",
+        durability_timeout=30,
         redis_options={"socket_timeout": None},
     )
     assert unbounded.state.durability == Durability("replica", 30_000)

@@ -96,8 +96,10 @@ def records(store: Any, chat_id: str) -> list[dict[str, Any]]:
 def same_shell(store: Any, backend: str, namespace: str, loop_thread: LoopThread) -> Any:
     """A store of the same shell as ``store`` on the same backend, in ``namespace``."""
     if isinstance(store, SyncOverAsync):
-        return SyncOverAsync(ctxstore.connect_async(backend, namespace=namespace), loop_thread)
-    return ctxstore.connect(backend, namespace=namespace)
+        return SyncOverAsync(
+            ctxstore.connect_async(backend, namespace=namespace).admin(), loop_thread
+        )
+    return ctxstore.connect(backend, namespace=namespace).admin()
 
 
 def close(store: Any, loop_thread: LoopThread) -> None:
@@ -502,7 +504,7 @@ def test_the_async_store_imports_from_an_async_iterable(
     backend: str, namespace: str, loop_thread: LoopThread
 ) -> None:
     async def scenario() -> tuple[list[str], list[str]]:
-        async with ctxstore.connect_async(backend, namespace=namespace) as store:
+        async with ctxstore.connect_async(backend, namespace=namespace).admin() as store:
             await store.upsert_chat("c1", "alice")
             await store.append(
                 "c1", "main", [{"role": "user", "content": "hi"}], expected_head=None

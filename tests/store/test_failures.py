@@ -70,9 +70,13 @@ def test_a_timeout_says_the_write_may_have_been_applied_and_how_to_retry() -> No
     ],
 )
 def test_an_acl_refusal_names_the_command_and_key(text: str, command: str, key: str | None) -> None:
-    keys = ("ctx:t:{c1}:chat",) if key is None or key.startswith("ctx:t") else (
-        "ctx:u:{c1}:chat",
-        "ctx:u:{c1}:log",
+    keys = (
+        ("ctx:t:{c1}:chat",)
+        if key is None or key.startswith("ctx:t")
+        else (
+            "ctx:u:{c1}:chat",
+            "ctx:u:{c1}:log",
+        )
     )
     translated = failures.translate(
         rexc.NoPermissionError(text), {"chat_id": "c1"}, command="append", keys=keys

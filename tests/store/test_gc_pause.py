@@ -85,7 +85,9 @@ def test_a_store_reads_a_long_chain_with_the_setting_it_was_given(
         real_disable()
 
     monkeypatch.setattr(gc, "disable", disable)
-    store = ctxstore.connect("memory://", settings=Settings(pause_gc=pause), estimate_tokens=len)
+    store = ctxstore.connect(
+        "memory://", settings=Settings(pause_gc=pause), estimate_tokens=len
+    ).admin()
     store.upsert_chat("c", "u")
     messages = [{"role": "user", "content": str(n)} for n in range(GC_PAUSE_FROM + 1)]
     store.append("c", "main", messages, expected_head=None)

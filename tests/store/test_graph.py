@@ -67,7 +67,7 @@ def test_graph_of_unknown_chat(store: Any) -> None:
 def test_graph_size_is_bounded(backend: str, namespace: str) -> None:
     store = ctxstore.connect(
         backend, namespace=namespace, limits=ctxstore.Limits(max_graph_messages=3)
-    )
+    ).admin()
     store.upsert_chat("c1", "alice")
     store.append(
         "c1", "main", [{"role": "user", "content": str(i)} for i in range(4)], expected_head=None

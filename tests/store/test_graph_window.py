@@ -45,7 +45,7 @@ def test_a_window_of_a_long_chain_is_radius_deep_on_each_side(store: Any) -> Non
 def test_one_round_trip_and_one_record_read_per_message_drawn(
     server_backend: str, namespace: str
 ) -> None:
-    store = ctxstore.connect(server_backend, namespace=namespace)
+    store = ctxstore.connect(server_backend, namespace=namespace).admin()
     ids = _long_chat(store, 10_000)
     state = store.state
     store.run(graph_window(state, "long", around=ids[5000], radius=4))  # scripts loaded

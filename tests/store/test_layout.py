@@ -50,8 +50,8 @@ def fill(store: Any, chat: str, count: int, head: str | None = None) -> str | No
 def test_a_warm_read_transfers_only_what_is_new(
     backend: str, namespace: str, decoded: list[int]
 ) -> None:
-    reader = ctxstore.connect(backend, namespace=namespace)
-    writer = ctxstore.connect(backend, namespace=namespace, cache_bytes=0)
+    reader = ctxstore.connect(backend, namespace=namespace).admin()
+    writer = ctxstore.connect(backend, namespace=namespace, cache_bytes=0).admin()
     writer.upsert_chat("c1", "alice")
     head = fill(writer, "c1", 300)
     assert len(reader.load_branch("c1").messages) == 300
@@ -63,7 +63,7 @@ def test_a_warm_read_transfers_only_what_is_new(
     assert wire.round_trips == 1
     assert contents(again.messages) == [*(str(i) for i in range(300)), "new"]
     assert again.messages[-1]["parent_id"] == again.messages[-2]["id"]
-    fresh = ctxstore.connect(backend, namespace=namespace, cache_bytes=0)
+    fresh = ctxstore.connect(backend, namespace=namespace, cache_bytes=0).admin()
     assert fresh.load_branch("c1").messages == again.messages
     for store in (reader, writer, fresh):
         store.close()
@@ -72,8 +72,8 @@ def test_a_warm_read_transfers_only_what_is_new(
 def test_the_cache_never_serves_a_chat_deleted_and_created_again(
     backend: str, namespace: str
 ) -> None:
-    reader = ctxstore.connect(backend, namespace=namespace)
-    writer = ctxstore.connect(backend, namespace=namespace, cache_bytes=0)
+    reader = ctxstore.connect(backend, namespace=namespace).admin()
+    writer = ctxstore.connect(backend, namespace=namespace, cache_bytes=0).admin()
     writer.upsert_chat("c1", "alice")
     writer.append("c1", "main", [user("alice's secret"), user("a2")], expected_head=None)
     old = reader.load_branch("c1").messages
@@ -95,11 +95,11 @@ def test_the_cache_never_serves_a_chat_deleted_and_created_again(
 def test_an_engine_that_knew_a_deleted_chat_touches_nothing_of_the_new_one(
     backend: str, namespace: str
 ) -> None:
-    store = ctxstore.connect(backend, namespace=namespace)
+    store = ctxstore.connect(backend, namespace=namespace).admin()
     alice = ctxstore.ContextEngine(store=store, chat_id="c1", user_id="alice")
     alice.set(ctxstore.user("mine"))
     alice.save()
-    other = ctxstore.connect(backend, namespace=namespace, cache_bytes=0)
+    other = ctxstore.connect(backend, namespace=namespace, cache_bytes=0).admin()
     other.delete_chat("c1")
     other.upsert_chat("c1", "bob")
     other.append("c1", "main", [user("bob's private message")], expected_head=None)
@@ -115,7 +115,7 @@ def test_an_engine_that_knew_a_deleted_chat_touches_nothing_of_the_new_one(
 
 def test_long_reads_come_in_bounded_chunks(backend: str, namespace: str) -> None:
     limits = ctxstore.Limits(read_inline_messages=4, read_chunk_messages=7)
-    store = ctxstore.connect(backend, namespace=namespace, limits=limits, cache_bytes=0)
+    store = ctxstore.connect(backend, namespace=namespace, limits=limits, cache_bytes=0).admin()
     store.upsert_chat("c1", "alice")
     head = fill(store, "c1", 30)
     tenth = store.get_chain("c1", head)[9]["id"]  # scripts loaded: NOSCRIPT is not counted
@@ -138,7 +138,7 @@ def test_long_reads_come_in_bounded_chunks(backend: str, namespace: str) -> None
 
 
 def test_a_short_read_is_one_round_trip_and_one_script(backend: str, namespace: str) -> None:
-    store = ctxstore.connect(backend, namespace=namespace, cache_bytes=0)
+    store = ctxstore.connect(backend, namespace=namespace, cache_bytes=0).admin()
     store.upsert_chat("c1", "alice")
     head = fill(store, "c1", 20)
     store.get_chain("c1", head)  # scripts loaded
@@ -150,7 +150,7 @@ def test_a_short_read_is_one_round_trip_and_one_script(backend: str, namespace: 
 
 def test_a_chat_replaced_between_the_chunks_of_a_read_is_an_error(namespace: str) -> None:
     limits = ctxstore.Limits(read_inline_messages=2)
-    store = ctxstore.connect("memory://", namespace=namespace, limits=limits, cache_bytes=0)
+    store = ctxstore.connect("memory://", namespace=namespace, limits=limits, cache_bytes=0).admin()
     store.upsert_chat("c1", "alice")
     head = fill(store, "c1", 10)
     store.get_chain("c1", head)  # scripts loaded: the walk is one request
@@ -202,7 +202,7 @@ def test_a_message_costs_one_list_entry_and_chosen_ids_one_alias_entry(
 ) -> None:
     from tests.support.keyspace import raw_client
 
-    store = ctxstore.connect(backend, namespace=namespace)
+    store = ctxstore.connect(backend, namespace=namespace).admin()
     store.upsert_chat("c1", "alice")
     head = fill(store, "c1", 50)
     store.append("c1", "main", [NewMessage(user("x"), id="chosen")], expected_head=head)
@@ -217,12 +217,12 @@ def test_a_message_costs_one_list_entry_and_chosen_ids_one_alias_entry(
 
 def test_a_cache_bound_of_zero_keeps_nothing_and_a_small_one_evicts(namespace: str) -> None:
     url = f"memory://{namespace}"
-    off = ctxstore.connect(url, namespace=namespace, cache_bytes=0)
+    off = ctxstore.connect(url, namespace=namespace, cache_bytes=0).admin()
     off.upsert_chat("c1", "alice")
     fill(off, "c1", 10)
     off.load_branch("c1")
     assert off.state.cache.size == 0
-    small = ctxstore.connect(url, namespace=namespace, cache_bytes=12_000)
+    small = ctxstore.connect(url, namespace=namespace, cache_bytes=12_000).admin()
     for chat in ("c2", "c3", "c4"):
         small.upsert_chat(chat, "alice")
         fill(small, chat, 10)
@@ -240,8 +240,8 @@ def test_ids_are_never_reused_when_redis_loses_acknowledged_writes(
     writes and hands their positions out again: never their ids, and no cache serves them."""
     from tests.support.keyspace import raw_client
 
-    reader = ctxstore.connect(backend, namespace=namespace)
-    writer = ctxstore.connect(backend, namespace=namespace, cache_bytes=0)
+    reader = ctxstore.connect(backend, namespace=namespace).admin()
+    writer = ctxstore.connect(backend, namespace=namespace, cache_bytes=0).admin()
     writer.upsert_chat("c1", "alice")
     kept = writer.append("c1", "main", [user("hello"), user("hi")], expected_head=None)
     keys = reader.state.keyspace.chat("c1")
@@ -269,7 +269,7 @@ def test_a_chain_of_many_short_runs_is_walked_over_several_calls(
 ) -> None:
     """Two branches written in turns make every message a run of its own: the walk is split
     (1,000 runs a call) so no call holds Redis for long, and the chain is still exact."""
-    store = ctxstore.connect(server_backend, namespace=namespace, cache_bytes=0)
+    store = ctxstore.connect(server_backend, namespace=namespace, cache_bytes=0).admin()
     store.upsert_chat("c1", "alice")
     root = store.append("c1", "main", [user("root")], expected_head=None).head_message_id
     store.create_branch("c1", root, name="side", activate=False)

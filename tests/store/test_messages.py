@@ -293,7 +293,7 @@ def send_twice(store: Any, operation: Any) -> tuple[Any, Any]:
 
 def test_a_resent_append_is_answered_like_the_first_time(backend: str, namespace: str) -> None:
     """A client that resends an append after losing its reply must not get an error, nor a copy."""
-    store = ctxstore.connect(backend, namespace=namespace)
+    store = ctxstore.connect(backend, namespace=namespace).admin()
     store.upsert_chat("c1", "alice")
     batch = [NewMessage(user("a"), id="m1"), bot("b")]
     first, again = send_twice(
@@ -319,7 +319,7 @@ def test_a_resent_append_is_answered_like_the_first_time(backend: str, namespace
 def test_a_resent_append_after_another_writer_is_still_recognized(
     backend: str, namespace: str
 ) -> None:
-    store = ctxstore.connect(backend, namespace=namespace)
+    store = ctxstore.connect(backend, namespace=namespace).admin()
     store.upsert_chat("c1", "alice")
     operation = append_ops.append(
         store.state, "c1", "main", [user("mine")], expected_head=None, on_conflict="rebase"
@@ -334,7 +334,7 @@ def test_a_resent_append_after_another_writer_is_still_recognized(
 
 
 def test_a_resent_edit_is_answered_like_the_first_time(backend: str, namespace: str) -> None:
-    store = ctxstore.connect(backend, namespace=namespace)
+    store = ctxstore.connect(backend, namespace=namespace).admin()
     store.upsert_chat("c1", "alice")
     store.append("c1", "main", [NewMessage(user("a"), id="m1")], expected_head=None)
     first, second = send_twice(

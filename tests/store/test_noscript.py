@@ -56,8 +56,8 @@ def flush_scripts(client: Any) -> None:
 def test_an_operation_after_a_script_flush_ends_as_without_one(
     backend: str, namespace: str, name: str
 ) -> None:
-    loaded = ctxstore.connect(backend, namespace=f"{namespace}a")
-    flushed = ctxstore.connect(backend, namespace=f"{namespace}b")
+    loaded = ctxstore.connect(backend, namespace=f"{namespace}a").admin()
+    flushed = ctxstore.connect(backend, namespace=f"{namespace}b").admin()
     client = raw_client(backend)
     try:
         chats = build(loaded), build(flushed)

@@ -72,11 +72,11 @@ def test_a_fresh_connection_sends_no_handshake_of_its_own(
     """A new store's first call is its own script and nothing before it: no HELLO (RESP2), no
     CLIENT SETINFO, no maintenance-notification opt-in; each would be a round trip on every
     cold start of a serverless function."""
-    warm = ctxstore.connect(server_backend, namespace=namespace)
+    warm = ctxstore.connect(server_backend, namespace=namespace).admin()
     warm.upsert_chat("c1", "alice")
     warm.load_branch("c1")  # the scripts are known to the server now
     warm.close()
-    fresh = ctxstore.connect(server_backend, namespace=namespace)
+    fresh = ctxstore.connect(server_backend, namespace=namespace).admin()
     with trace_wire() as wire:
         fresh.load_branch("c1")
     handshake = [name for name in wire.commands if name in ("HELLO", "CLIENT", "AUTH")]

@@ -22,7 +22,7 @@ def proxied(
     redis_server: servers.RedisProcess, namespace: str
 ) -> Iterator[tuple[ctxstore.Store, ReplyDroppingProxy]]:
     with ReplyDroppingProxy("127.0.0.1", redis_server.port) as proxy:
-        store = ctxstore.connect(f"redis://127.0.0.1:{proxy.port}/0", namespace=namespace)
+        store = ctxstore.connect(f"redis://127.0.0.1:{proxy.port}/0", namespace=namespace).admin()
         yield store, proxy
         store.close()
 

@@ -194,7 +194,7 @@ def test_sequential_calls_without_reasoning_form_one_group_with_the_question() -
 
 @pytest.fixture
 def wstore(backend: str, namespace: str) -> Iterator[Any]:
-    store = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters)
+    store = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters).admin()
     store.upsert_chat("w", "alice")
     yield store
     store.close()

@@ -139,7 +139,7 @@ def test_another_users_chat_refuses_expire_chat(store: Any, snap: Any) -> None:
 
 
 def test_a_store_ttl_is_the_default_for_new_chats(backend: str, namespace: str) -> None:
-    store = ctxstore.connect(backend, namespace=namespace, ttl=600)
+    store = ctxstore.connect(backend, namespace=namespace, ttl=600).admin()
     store.upsert_chat("plain", "alice")
     engine = ctxstore.ContextEngine(store=store, chat_id="engine", user_id="alice")
     engine.set(ctxstore.user("hi"))
@@ -161,7 +161,7 @@ def test_a_store_ttl_is_the_default_for_new_chats(backend: str, namespace: str) 
 def test_writes_slide_and_an_expired_chat_vanishes_whole(
     request: pytest.FixtureRequest, kind: str, namespace: str
 ) -> None:
-    store = ctxstore.connect(backend_url(request, kind), namespace=namespace, ttl=1.0)
+    store = ctxstore.connect(backend_url(request, kind), namespace=namespace, ttl=1.0).admin()
     store.upsert_chat("keep", "alice", ttl=None)
     store.upsert_chat("c1", "alice")
     first = store.append("c1", "main", [{"role": "user", "content": "a"}], expected_head=None)
@@ -188,7 +188,7 @@ def test_writes_slide_and_an_expired_chat_vanishes_whole(
 def test_an_engine_that_knew_an_expired_chat_gets_chat_replaced(
     request: pytest.FixtureRequest, namespace: str
 ) -> None:
-    store = ctxstore.connect(backend_url(request, "redis"), namespace=namespace, ttl=0.3)
+    store = ctxstore.connect(backend_url(request, "redis"), namespace=namespace, ttl=0.3).admin()
     engine = ctxstore.ContextEngine(store=store, chat_id="c1", user_id="alice")
     engine.set(ctxstore.user("hi"))
     engine.save()

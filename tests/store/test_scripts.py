@@ -243,7 +243,7 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
 def test_callers_pass_exactly_the_declared_keys(
     recorded_calls: list[protocol.Call[Any]], namespace: str
 ) -> None:
-    store = ctxstore.connect("memory://", namespace=namespace)
+    store = ctxstore.connect("memory://", namespace=namespace).admin()
     exercise_every_operation(store)
     seen = set()
     for call in recorded_calls:

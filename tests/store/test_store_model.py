@@ -93,14 +93,16 @@ class StoreMachine(RuleBasedStateMachine):
         self.payloads = 0
         self.calls = self.checked_at = 0
         namespace = f"m{uuid.uuid4().hex[:12]}"
-        main = ctxstore.connect(url, namespace=namespace, clock=self.clock, estimate_tokens=len)
+        main = ctxstore.connect(
+            url, namespace=namespace, clock=self.clock, estimate_tokens=len
+        ).admin()
         peer = ctxstore.connect(
             main.client,
             namespace=namespace,
             clock=self.clock,
             estimate_tokens=len,
             limits=ctxstore.Limits(read_inline_messages=2, read_chunk_messages=3),
-        )
+        ).admin()
         self.stores = (main, peer)
 
     def teardown(self) -> None:

@@ -16,7 +16,7 @@ from tests.support import servers
 def cluster_store(
     redis_cluster: servers.Cluster, namespace: str, clock: Callable[[], int]
 ) -> Iterator[ctxstore.Store]:
-    store = ctxstore.connect(redis_cluster.url, namespace=namespace, clock=clock)
+    store = ctxstore.connect(redis_cluster.url, namespace=namespace, clock=clock).admin()
     yield store
     store.close()
 

@@ -142,7 +142,7 @@ def test_the_adapters_need_a_store_or_a_url(monkeypatch: pytest.MonkeyPatch) -> 
 
 def test_nothing_is_created_by_a_refused_call(monkeypatch: pytest.MonkeyPatch) -> None:
     made: list[Any] = []
-    monkeypatch.setattr("ctxstore.store.factory.make_client", lambda *a, **k: made.append(a))
+    monkeypatch.setattr("ctxstore.store.factory.make_client", lambda *a, **_: made.append(a))
     for call in (
         lambda: ctxstore.connect("redis://127.0.0.1:1/0", namespce="t"),
         lambda: ctxstore.connect("redis://127.0.0.1:1/0", redis_options={"nope": 1}),

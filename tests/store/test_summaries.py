@@ -14,7 +14,7 @@ from tests.support.counting import letters, tokens_of, user
 
 @pytest.fixture
 def sstore(backend: str, namespace: str) -> Iterator[Any]:
-    store = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters)
+    store = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters).admin()
     store.upsert_chat("s", "alice")
     yield store
     store.close()

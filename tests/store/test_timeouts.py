@@ -26,7 +26,7 @@ def silent_server() -> Iterator[int]:
 
 
 def test_the_defaults_fail_fast() -> None:
-    store = ctxstore.connect("redis://127.0.0.1:1/0")
+    store = ctxstore.connect("redis://127.0.0.1:1/0").admin()
     options = store.client.connection_pool.connection_kwargs
     assert options["socket_connect_timeout"] == DEFAULT_CONNECT_TIMEOUT == 2.0
     assert options["socket_timeout"] == DEFAULT_SOCKET_TIMEOUT == 5.0
@@ -36,7 +36,7 @@ def test_the_defaults_fail_fast() -> None:
 def test_a_frozen_server_is_a_backend_error_within_the_timeout(silent_server: int) -> None:
     store = ctxstore.connect(
         f"redis://127.0.0.1:{silent_server}/0", redis_options={"socket_timeout": 0.2}
-    )
+    ).admin()
     started = time.monotonic()
     with pytest.raises(ctxstore.errors.BackendError):
         store.get_chat("c1")
@@ -52,7 +52,7 @@ def test_a_timed_out_command_is_not_sent_again(redis_server: Any) -> None:
         f"redis://127.0.0.1:{proxy.port}/0",
         namespace="timeouts",
         redis_options={"socket_timeout": 0.5},
-    )
+    ).admin()
     store.upsert_chat("c1", "alice")
     store.update_chat("c1", title="before")
     proxy.hang()

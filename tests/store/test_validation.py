@@ -146,7 +146,7 @@ def test_payload_over_the_default_limit(store: Any, chat: str, snap: Any) -> Non
 def test_payload_limit_is_configurable(backend: str, namespace: str) -> None:
     store = ctxstore.connect(
         backend, namespace=namespace, limits=ctxstore.Limits(max_message_bytes=100)
-    )
+    ).admin()
     store.upsert_chat("c1", "alice")
     store.append("c1", "main", [{"role": "user", "content": "x" * 50}], expected_head=None)
     with pytest.raises(ctxstore.errors.PayloadTooLargeError):
@@ -163,7 +163,9 @@ def test_payload_limit_is_configurable(backend: str, namespace: str) -> None:
 
 
 def test_batch_size_is_bounded(backend: str, namespace: str) -> None:
-    store = ctxstore.connect(backend, namespace=namespace, limits=ctxstore.Limits(max_batch=2))
+    store = ctxstore.connect(
+        backend, namespace=namespace, limits=ctxstore.Limits(max_batch=2)
+    ).admin()
     store.upsert_chat("c1", "alice")
     with pytest.raises(ctxstore.ValidationError, match="at most 2"):
         store.append("c1", "main", [{"role": "user", "content": "x"}] * 3, expected_head=None)
@@ -221,8 +223,8 @@ def test_bad_namespace_or_prefix(namespace_value: str, prefix: str) -> None:
 
 
 def test_namespaces_fence_tenants(backend: str) -> None:
-    one = ctxstore.connect(backend, namespace="tenant1")
-    two = ctxstore.connect(backend, namespace="tenant2")
+    one = ctxstore.connect(backend, namespace="tenant1").admin()
+    two = ctxstore.connect(backend, namespace="tenant2").admin()
     try:
         one.upsert_chat("shared-id", "alice")
         with pytest.raises(ctxstore.ChatNotFoundError):

@@ -80,7 +80,7 @@ def log_of(backend: str, store: Any) -> list[bytes]:
 
 def chains(url: str, namespace: str) -> dict[str, list[ctxstore.StoredMessage]]:
     """Every branch's chain, read by a store with no cache (so from the keys as they are)."""
-    with ctxstore.connect(url, namespace=namespace, cache_bytes=0) as fresh:
+    with ctxstore.connect(url, namespace=namespace, cache_bytes=0).admin() as fresh:
         return {
             branch.name: fresh.load_branch("c1", branch.name).messages
             for branch in fresh.list_branches("c1")
@@ -231,7 +231,9 @@ def test_several_broken_keys_are_rebuilt_at_once(
 
 
 def test_a_long_log_is_read_in_chunks(backend: str, namespace: str) -> None:
-    with ctxstore.connect(backend, namespace=namespace, limits=Limits(read_chunk_messages=3)) as s:
+    with ctxstore.connect(
+        backend, namespace=namespace, limits=Limits(read_chunk_messages=3)
+    ).admin() as s:
         s.upsert_chat("c1", "alice")
         s.append(
             "c1",
@@ -447,7 +449,7 @@ def test_a_write_between_read_and_repair_is_kept(
     corrupt(backend, sync_store, delete_alias)
 
     def append() -> None:
-        with ctxstore.connect(backend, namespace=namespace) as other:
+        with ctxstore.connect(backend, namespace=namespace).admin() as other:
             head = other.get_branch("c1", "side").head_message_id
             other.append("c1", "side", [NewMessage(user("g"), id="late")], expected_head=head)
 

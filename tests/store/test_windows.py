@@ -16,7 +16,7 @@ from tests.support.wire import trace_wire
 @pytest.fixture
 def wstore(backend: str, namespace: str) -> Iterator[Any]:
     """A store counting one token per character (plus the per-message overhead)."""
-    store = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters)
+    store = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters).admin()
     store.upsert_chat("w", "alice")
     yield store
     store.close()
@@ -157,7 +157,7 @@ def test_bad_window_bounds_are_validation_errors(wstore: Any, kwargs: dict[str, 
 
 
 def test_a_bad_token_count_writes_nothing(backend: str, namespace: str) -> None:
-    store = ctxstore.connect(backend, namespace=namespace, estimate_tokens=lambda _t: -5)
+    store = ctxstore.connect(backend, namespace=namespace, estimate_tokens=lambda _t: -5).admin()
     store.upsert_chat("w", "alice")
     with pytest.raises(ctxstore.ValidationError, match="estimate_tokens"):
         store.append("w", "main", [user("x")], expected_head=None)
@@ -175,8 +175,8 @@ def test_totals_stay_exact_when_a_writer_guessed_the_size_wrong(
 ) -> None:
     """Two writers take turns on one chat with rebase: each one's idea of the head's size is
     stale half the time, and the script corrects the entries it sends."""
-    first = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters)
-    second = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters)
+    first = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters).admin()
+    second = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters).admin()
     first.upsert_chat("t", "alice")
     texts = []
     heads = {id(first): None, id(second): None}

@@ -30,6 +30,12 @@ class LoopThread:
         self._thread.join(timeout=10)
 
 
+def _is_async_handle(value: Any) -> bool:
+    from ctxstore.store import AsyncStore, AsyncUserStore
+
+    return isinstance(value, (AsyncStore, AsyncUserStore))
+
+
 class SyncOverAsync:
     """A sync surface over an async object (a store or an engine), run on a LoopThread."""
 
@@ -69,7 +75,11 @@ class SyncOverAsync:
                 result = attribute(*args, **kwargs)
                 if hasattr(result, "__anext__"):  # a method that returns an async iterator
                     return self._iterate(result)
-                return self if result is self._store else result  # keep chaining on the facade
+                if result is self._store:
+                    return self  # keep chaining on the facade
+                if _is_async_handle(result):  # store.admin(), store.for_user(): wrapped too
+                    return SyncOverAsync(result, self._loop)
+                return result
 
             return plain
         return attribute

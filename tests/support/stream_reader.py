@@ -25,7 +25,7 @@ def say(line: str) -> None:
 
 
 def read_sync(url: str, namespace: str, chat_id: str, stream_id: str) -> dict[str, Any]:
-    store = ctxstore.connect(url, namespace=namespace)
+    store = ctxstore.connect(url, namespace=namespace).admin()
     reading = store.read_stream(chat_id, stream_id, user_id="alice")
     before = []
     for piece in reading:
@@ -36,7 +36,7 @@ def read_sync(url: str, namespace: str, chat_id: str, stream_id: str) -> dict[st
             break
     reading.close()
     store.close()
-    store = ctxstore.connect(url, namespace=namespace)
+    store = ctxstore.connect(url, namespace=namespace).admin()
     after = []
     for piece in store.read_stream(chat_id, stream_id, after=before[-1].id, user_id="alice"):
         after.append(piece)
@@ -47,7 +47,7 @@ def read_sync(url: str, namespace: str, chat_id: str, stream_id: str) -> dict[st
 
 
 async def read_async(url: str, namespace: str, chat_id: str, stream_id: str) -> dict[str, Any]:
-    store = ctxstore.connect_async(url, namespace=namespace)
+    store = ctxstore.connect_async(url, namespace=namespace).admin()
     reading = store.read_stream(chat_id, stream_id, user_id="alice")
     before = []
     async for piece in reading:
@@ -58,7 +58,7 @@ async def read_async(url: str, namespace: str, chat_id: str, stream_id: str) -> 
             break
     await reading.aclose()
     await store.close()
-    store = ctxstore.connect_async(url, namespace=namespace)
+    store = ctxstore.connect_async(url, namespace=namespace).admin()
     after = []
     async for piece in store.read_stream(chat_id, stream_id, after=before[-1].id, user_id="alice"):
         after.append(piece)

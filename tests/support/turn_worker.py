@@ -54,7 +54,7 @@ def run_paused(engine: ctxstore.ContextEngine) -> None:
 
 def main() -> None:
     mode, url, namespace, chat = sys.argv[1:5]
-    store = ctxstore.connect(url, namespace=namespace)
+    store = ctxstore.connect(url, namespace=namespace).admin()
     engine = ctxstore.ContextEngine(store=store, chat_id=chat, user_id="alice")
     run_turns(engine) if mode == "turns" else run_paused(engine)
     store.close()

@@ -68,7 +68,7 @@ def seed(store: ctxstore.Store) -> tuple[tuple[str, ...], tuple[str, ...], tuple
 @pytest.fixture(params=["memory", "redis"])
 def seeded(request: pytest.FixtureRequest, namespace: str) -> Iterator[Seeded]:
     url = backend_url(request, request.param)
-    store = ctxstore.connect(url, namespace=namespace)
+    store = ctxstore.connect(url, namespace=namespace).admin()
     main, v2, v3 = seed(store)
     yield Seeded(store, url, namespace, main, v2, v3)
     store.close()

@@ -39,7 +39,7 @@ def chromium() -> str:
 
 @pytest.fixture
 def store() -> Iterator[ctxstore.Store]:
-    opened = ctxstore.connect("memory://", namespace="travel")
+    opened = ctxstore.connect("memory://", namespace="travel").admin()
     seed(opened)
     yield opened
     opened.close()

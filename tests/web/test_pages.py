@@ -255,7 +255,7 @@ def test_a_chat_that_does_not_exist_is_404(client: TestClient, seeded: Seeded, p
 
 
 def test_nothing_outside_the_namespaces_served(seeded: Seeded) -> None:
-    other = ctxstore.connect(seeded.store.client, namespace=f"{seeded.namespace}-other")
+    other = ctxstore.connect(seeded.store.client, namespace=f"{seeded.namespace}-other").admin()
     other.upsert_chat("secret", "mallory")
     other.update_chat("secret", title="Other tenant")
     with TestClient(ctxstore.web.app(seeded.store)) as client:

@@ -27,7 +27,7 @@ def test_a_tenant_user_reads_its_namespace_and_is_told_what_it_cannot(
     acl_server: servers.RedisProcess,
 ) -> None:
     url = f"redis://acme:change-me-acme@127.0.0.1:{acl_server.port}/0"
-    store = ctxstore.connect(url, namespace="acme")
+    store = ctxstore.connect(url, namespace="acme").admin()
     main, _v2, _v3 = seed(store)
     with TestClient(ctxstore.web.app(url, namespaces=["acme"])) as client:
         for path, query in [

@@ -14,8 +14,8 @@ from ctxstore.web.tenants import Tenants, UnknownNamespaceError
 
 
 def test_each_namespace_reads_its_own_chats_only(backend: str, namespace: str) -> None:
-    acme = ctxstore.connect(backend, namespace=f"{namespace}-acme")
-    globex = ctxstore.connect(acme.client, namespace=f"{namespace}-globex")
+    acme = ctxstore.connect(backend, namespace=f"{namespace}-acme").admin()
+    globex = ctxstore.connect(acme.client, namespace=f"{namespace}-globex").admin()
     acme.upsert_chat("shared-id", "alice", {"tenant": "acme"})
     globex.upsert_chat("shared-id", "bob", {"tenant": "globex"})
     tenants = Tenants(acme, [f"{namespace}-acme"])

@@ -26,7 +26,7 @@ def letters(text: str) -> int:
 
 @pytest.fixture
 def wstore(backend: str, namespace: str) -> Iterator[Any]:
-    store = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters)
+    store = ctxstore.connect(backend, namespace=namespace, estimate_tokens=letters).admin()
     yield store
     store.close()
 

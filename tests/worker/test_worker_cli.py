@@ -16,7 +16,7 @@ from tests.worker.support import grow
 
 
 def grow_at(url: str, namespace: str | None, chat: str, count: int) -> None:
-    store = ctxstore.connect(url, namespace=namespace)
+    store = ctxstore.connect(url, namespace=namespace).admin()
     grow(
         store,
         chat,
@@ -37,7 +37,7 @@ def test_a_summary_model_writes_the_summary(server_backend: str, namespace: str)
         poll_ms=20,
     )
     assert worker.run(burst=True).summarized == 1
-    store = ctxstore.connect(server_backend, namespace=namespace)
+    store = ctxstore.connect(server_backend, namespace=namespace).admin()
     summary = store.load_branch("m1", after_summary=True).summary
     assert summary is not None
     assert summary["content"] == "Six messages, counted."

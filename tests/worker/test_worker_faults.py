@@ -66,7 +66,7 @@ def worker_in_job(script: str, url: str, namespace: str, flag: Path) -> Iterator
 def test_a_job_of_a_killed_worker_is_finished_by_another(
     server_backend: str, namespace: str, tmp_path: Any
 ) -> None:
-    store = ctxstore.connect(server_backend, namespace=namespace, estimate_tokens=letters)
+    store = ctxstore.connect(server_backend, namespace=namespace, estimate_tokens=letters).admin()
     grow(store, "k1", 8, CompactionTrigger(soft_tokens=1, min_recent_messages=2))
     flag = tmp_path / "started"
     with worker_in_job(STUCK_WORKER, server_backend, namespace, flag) as process:
@@ -93,7 +93,7 @@ def test_a_job_of_a_killed_worker_is_finished_by_another(
 
 
 def _append_many(url: str, namespace: str, writer: int, count: int) -> list[str]:
-    store = ctxstore.connect(url, namespace=namespace, estimate_tokens=len)
+    store = ctxstore.connect(url, namespace=namespace, estimate_tokens=len).admin()
     written = []
     for index in range(count):
         text = f"w{writer}-{index}"
@@ -110,7 +110,7 @@ def _append_many(url: str, namespace: str, writer: int, count: int) -> list[str]
 
 
 def test_appends_during_summarization_are_all_kept(server_backend: str, namespace: str) -> None:
-    store = ctxstore.connect(server_backend, namespace=namespace, estimate_tokens=letters)
+    store = ctxstore.connect(server_backend, namespace=namespace, estimate_tokens=letters).admin()
     grow(store, "busy", 20, CompactionTrigger(soft_tokens=1, min_recent_messages=2))
     with SPAWN.Pool(8) as pool:
         pending = pool.starmap_async(
@@ -163,7 +163,7 @@ SLOW_WORKER = textwrap.dedent(
 def test_sigterm_finishes_the_job_in_hand_then_exits(
     server_backend: str, namespace: str, tmp_path: Any
 ) -> None:
-    store = ctxstore.connect(server_backend, namespace=namespace, estimate_tokens=letters)
+    store = ctxstore.connect(server_backend, namespace=namespace, estimate_tokens=letters).admin()
     grow(store, "t1", 6, CompactionTrigger(soft_tokens=1, min_recent_messages=2))
     flag = tmp_path / "started"
     with worker_in_job(SLOW_WORKER, server_backend, namespace, flag) as process:
@@ -178,7 +178,7 @@ def test_sigterm_finishes_the_job_in_hand_then_exits(
 
 
 def test_a_second_sigterm_exits_at_once(server_backend: str, namespace: str, tmp_path: Any) -> None:
-    store = ctxstore.connect(server_backend, namespace=namespace, estimate_tokens=letters)
+    store = ctxstore.connect(server_backend, namespace=namespace, estimate_tokens=letters).admin()
     grow(store, "t2", 6, CompactionTrigger(soft_tokens=1, min_recent_messages=2))
     store.close()
     flag = tmp_path / "started"

@@ -19,12 +19,13 @@ C = TypeVar("C", bound=type)
 _SYNC_NAMES = {"__aenter__": "__enter__", "__aexit__": "__exit__", "aclose": "close"}
 
 
-def pointer(sync_cls: type, name: str) -> str:
-    """The docstring an async twin's method carries in the source."""
-    return f"The async form of :meth:`{sync_cls.__name__}.{name}`."
+def pointer(sync_cls: type, name: str, form: str = "async form") -> str:
+    """The docstring an async twin's method carries in the source (another ``form``: a user's
+    handle, ``"user-scoped form"``, points at the store's method the same way)."""
+    return f"The {form} of :meth:`{sync_cls.__name__}.{name}`."
 
 
-def documented_by(sync_cls: type) -> Callable[[C], C]:
+def documented_by(sync_cls: type, form: str = "async form") -> Callable[[C], C]:
     """Class decorator of an async twin: every method that points at ``sync_cls`` (see the
     module docstring) gets the sync method's docstring after its pointer. A method whose
     docstring is anything else keeps it: it documents what only the async twin does."""
@@ -37,7 +38,7 @@ def documented_by(sync_cls: type) -> Callable[[C], C]:
             sync_name = _SYNC_NAMES.get(name, name)
             sync = getattr(sync_cls, sync_name, None)
             own = (function.__doc__ or "").strip()
-            if sync is None or own != pointer(sync_cls, sync_name):
+            if sync is None or own != pointer(sync_cls, sync_name, form):
                 continue
             function.__doc__ = f"{own}\n\n{inspect.getdoc(sync) or ''}".rstrip()
         return cls

@@ -9,7 +9,6 @@ as other redis-py exceptions. :func:`translate` maps all of them onto the tree i
 from __future__ import annotations
 
 import json
-import os
 import re
 from collections.abc import Mapping
 from typing import Any
@@ -103,6 +102,15 @@ def translate(
 _QUOTED = re.compile(r"'([^']*)'")
 
 
+def _shared_start(keys: tuple[str, ...]) -> str:
+    """The characters every key starts with (a chat's keys: its prefix and hash tag)."""
+    first, last = min(keys), max(keys)
+    end = 0
+    while end < min(len(first), len(last)) and first[end] == last[end]:
+        end += 1
+    return first[:end]
+
+
 def _refused_by_acl(
     text: str, ctx: dict[str, Any], command: str | None, keys: tuple[str, ...]
 ) -> errors.BackendPermissionError:
@@ -120,7 +128,7 @@ def _refused_by_acl(
     if refused_key:
         where = f" on key {refused_key!r}"
     elif keys:
-        where = f" on one of its keys ({os.path.commonprefix(list(keys))}...)"
+        where = f" on one of its keys ({_shared_start(keys)}...)"
     else:
         where = ""
     return errors.BackendPermissionError(

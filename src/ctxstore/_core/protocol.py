@@ -265,9 +265,7 @@ class Exchange(Generic[T]):
     @staticmethod
     def _complete(call: Call[Any], reply: Outcome) -> Outcome:
         if isinstance(reply, BaseException):
-            return failures.translate(
-                reply, call.context, command=call.name, keys=call.keys
-            )
+            return failures.translate(reply, call.context, command=call.name, keys=call.keys)
         try:
             return call.parse(reply)
         except CtxStoreError as error:

@@ -46,8 +46,9 @@ def turn(engine: ContextEngine, question: str, say: Callable[[str], None]) -> No
     say(f"  [{engine.branch}] assistant: {answer}")
 
 
-def free_chat_id(store: ctxstore.Store, base: str) -> str:
-    """``base``, or ``base-2``, ``base-3``... the first id the store does not hold."""
+def free_chat_id(store: ctxstore.AdminStore, base: str) -> str:
+    """``base``, or ``base-2``, ``base-3``... the first id the store does not hold (an
+    operator's question: any user's chat holds an id)."""
     candidate, number = base, 1
     while True:
         try:
@@ -69,19 +70,20 @@ def where_it_lives(url: str) -> str:
 def run_demo(say: Callable[[str], None], url: str = "memory://") -> str:
     """Run the demo on the store at ``url``; returns the chat id it wrote."""
     with ctxstore.connect(url) as store:
-        chat_id = free_chat_id(store, "lisbon-trip")
-        _walkthrough(store, chat_id, say)
+        chat_id = free_chat_id(store.admin(), "lisbon-trip")
+        alice = store.for_user("alice")  # the handle a request handler of alice's gets
+        _walkthrough(alice, chat_id, say)
         say("")
         say(
             f"The chat as a tree (* marks the active branch), saved as {chat_id!r} in "
             f"{where_it_lives(url)}:"
         )
-        say(visualize_graph(store.get_graph(chat_id)))
+        say(visualize_graph(alice.get_graph(chat_id)))
     return chat_id
 
 
-def _walkthrough(store: ctxstore.Store, chat_id: str, say: Callable[[str], None]) -> None:
-    engine = ContextEngine(store=store, chat_id=chat_id, user_id="alice")
+def _walkthrough(store: ctxstore.UserStore, chat_id: str, say: Callable[[str], None]) -> None:
+    engine = ContextEngine(store=store, chat_id=chat_id)
     engine.set(role("You are a concise travel planner."), hint("Answer in one or two lines."))
 
     say("1. Save two turns on branch main:")
@@ -94,7 +96,7 @@ def _walkthrough(store: ctxstore.Store, chat_id: str, say: Callable[[str], None]
 
     say("2. By the way: a side question on a new branch; the engine stays on main:")
     side = engine.btw()
-    side_engine = ContextEngine(store=store, chat_id=chat_id, user_id="alice")
+    side_engine = ContextEngine(store=store, chat_id=chat_id)
     side_engine.switch_branch(side.name)
     turn(side_engine, "Is it rainy in May?", say)
 

@@ -8,8 +8,8 @@
 version, and ``python -m ctxstore`` is the same program. Without ``--url`` the store comes from
 ``CTXSTORE_URL``; with neither, the command refuses (exit 1) rather than open a store nobody
 else sees. ``--url memory://`` (a private embedded store, empty in every process) is taken when
-asked for, with a one-line note on stderr that says where that data lives. Every command but ``demo``
-acts as an operator: on the store's ``admin()`` handle.
+asked for, with a one-line note on stderr that says where that data lives. Every command but
+``demo`` acts as an operator: on the store's ``admin()`` handle.
 
 Mistakes are reported the same way whoever made them: a store error (a chat that does not
 exist, a bad URL, an unreachable server), a file that cannot be read or a usage error prints one
@@ -83,15 +83,17 @@ class _Parser(argparse.ArgumentParser):
         raise _UsageError(f"{message} (see '{self.prog} --help')")
 
 
-def _open_store(args: argparse.Namespace) -> ctxstore.Store:
+def _open_store(args: argparse.Namespace) -> ctxstore.AdminStore:
     """The store the global options name (``--url``, else ``CTXSTORE_URL``, else a
-    ConfigurationError naming both); a note on stderr when that is a new, empty embedded one."""
+    ConfigurationError naming both), as an operator's handle: the commands inspect, export,
+    import, delete and verify any user's chats. A note on stderr when that is a new, empty
+    embedded store."""
     url = args.url if args.url is not None else os.environ.get(URL_ENV)
     if url is not None and url.lower().rstrip("/") == "memory:":
         # A private embedded store: new and empty in every process. (A named one,
         # memory://NAME, is shared within a process that embeds the command line.)
         print(_stderr_style().paint(MEMORY_NOTE, "yellow"), file=sys.stderr)
-    return ctxstore.connect(url, namespace=args.namespace)
+    return ctxstore.connect(url, namespace=args.namespace).admin()
 
 
 def _out(text: str) -> None:

@@ -41,7 +41,6 @@ from ctxstore.engine.streamed import (
     StreamOptions,
 )
 from ctxstore.engine.turns import AsyncTurn, Turn
-from ctxstore.errors import ConfigurationError
 from ctxstore.messages.tokens import TokenCounter
 from ctxstore.models import (
     BranchInfo,
@@ -55,6 +54,7 @@ from ctxstore.models import (
 from ctxstore.prompt.fragment import Await, Fragment, await_on_private_loop, awaited
 from ctxstore.prompt.renderers import Renderer
 from ctxstore.store.async_store import AsyncStore
+from ctxstore.store.scoped import AsyncUserStore, UserStore, acting_as
 from ctxstore.store.sync_store import Store
 from ctxstore.window.manager import ContextManager
 from ctxstore.window.summarizer import asummarizing, summarizing
@@ -70,9 +70,9 @@ class _EngineBase(Generic[StoreT]):
     def __init__(
         self,
         *,
-        store: StoreT,
+        store: StoreT | UserStore | AsyncUserStore,
         chat_id: str,
-        user_id: str,
+        user_id: str | None = None,
         metadata: Mapping[str, Any] | None = None,
         on_conflict: ConflictPolicy = "rebase",
         model: str | None = None,
@@ -80,17 +80,12 @@ class _EngineBase(Generic[StoreT]):
         context_manager: ContextManager | None = None,
         message_format: MessageFormat | None = None,
     ) -> None:
-        if not isinstance(store, self._store_type):
-            raise ConfigurationError(
-                f"{type(self).__name__} needs a {self._store_type.__name__} "
-                f"(ctxstore.connect{'_async' if self._store_type is AsyncStore else ''}()), "
-                f"got {type(store).__name__}"
-            )
-        self._store: StoreT = store
+        runs_on, acting = acting_as(type(self).__name__, store, user_id, self._store_type)
+        self._store: StoreT = runs_on
         self._core = EngineCore(
-            store.state,
+            runs_on.state,
             chat_id=chat_id,
-            user_id=user_id,
+            user_id=acting or "",
             metadata=metadata,
             on_conflict=on_conflict,
             model=model,

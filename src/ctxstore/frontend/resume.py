@@ -15,10 +15,11 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from ctxstore._core.ops import streams as answer_stream
-from ctxstore.errors import ChatNotFoundError, ConfigurationError, StreamFailedError
+from ctxstore.errors import ChatNotFoundError, StreamFailedError
 from ctxstore.frontend.protocol import SSE_DONE, chunk_json
 from ctxstore.models import StreamPiece
 from ctxstore.store.async_store import AsyncStore
+from ctxstore.store.scoped import AsyncUserStore, UserStore, acting_as
 from ctxstore.store.sync_store import Store
 
 __all__ = ["STOPPED_REASON", "aresume_sse", "astop_stream", "resume_sse", "stop_stream"]
@@ -31,7 +32,7 @@ _STOPPED_REASONS = ("stopped", "cancelled")
 
 
 def resume_sse(
-    store: Store,
+    store: Store | UserStore,
     chat_id: str,
     stream_id: str | None = None,
     *,
@@ -40,17 +41,18 @@ def resume_sse(
 ) -> Iterator[str] | None:
     """The server-sent events of an answer's stream (``stream_id``, default: the answer being
     streamed on the chat's active branch) after the event id ``after`` (default: from the
-    start); None when no answer is being streamed (or the chat does not exist)."""
-    if not isinstance(store, Store):
-        raise ConfigurationError("resume_sse() takes a Store; use aresume_sse() with an AsyncStore")
+    start); None when no answer is being streamed (or the chat does not exist). ``store``: a
+    user's handle (``store.for_user(user_id)``), or a store with ``user_id``, or an admin
+    handle (any owner)."""
+    runs_on, user_id = acting_as("resume_sse()", store, user_id, Store, any_owner=True)
     if stream_id is None:
         try:
-            stream_id = store.active_stream(chat_id, user_id=user_id)
+            stream_id = runs_on.active_stream(chat_id, user_id=user_id)
         except ChatNotFoundError:
             return None  # a chat that does not exist streams nothing
         if stream_id is None:
             return None
-    return _replay(store.read_stream(chat_id, stream_id, after=after, user_id=user_id))
+    return _replay(runs_on.read_stream(chat_id, stream_id, after=after, user_id=user_id))
 
 
 def _replay(pieces: Iterator[StreamPiece]) -> Iterator[str]:
@@ -68,7 +70,7 @@ def _replay(pieces: Iterator[StreamPiece]) -> Iterator[str]:
 
 
 async def aresume_sse(
-    store: AsyncStore,
+    store: AsyncStore | AsyncUserStore,
     chat_id: str,
     stream_id: str | None = None,
     *,
@@ -76,16 +78,15 @@ async def aresume_sse(
     user_id: str | None = None,
 ) -> AsyncIterator[str] | None:
     """The async form of :func:`resume_sse` (awaited: None when nothing is being streamed)."""
-    if not isinstance(store, AsyncStore):
-        raise ConfigurationError("aresume_sse() takes an AsyncStore; use resume_sse() with a Store")
+    runs_on, user_id = acting_as("aresume_sse()", store, user_id, AsyncStore, any_owner=True)
     if stream_id is None:
         try:
-            stream_id = await store.active_stream(chat_id, user_id=user_id)
+            stream_id = await runs_on.active_stream(chat_id, user_id=user_id)
         except ChatNotFoundError:
             return None
         if stream_id is None:
             return None
-    return _areplay(store.read_stream(chat_id, stream_id, after=after, user_id=user_id))
+    return _areplay(runs_on.read_stream(chat_id, stream_id, after=after, user_id=user_id))
 
 
 async def _areplay(pieces: AsyncIterator[StreamPiece]) -> AsyncIterator[str]:
@@ -115,33 +116,43 @@ def abort_event(reason: str) -> str:
 
 
 def stop_stream(
-    store: Store, chat_id: str, stream_id: str | None = None, *, user_id: str | None = None
+    store: Store | UserStore,
+    chat_id: str,
+    stream_id: str | None = None,
+    *,
+    user_id: str | None = None,
 ) -> bool:
     """Stop the answer being streamed (``stream_id``, default: the one on the chat's active
     branch), from any worker: its writer saves what it streamed, marked aborted. False when
-    no such answer is live."""
+    no such answer is live. ``store`` as for :func:`resume_sse`."""
+    runs_on, user_id = acting_as("stop_stream()", store, user_id, Store, any_owner=True)
     if stream_id is None:
         try:
-            stream_id = store.active_stream(chat_id, user_id=user_id)
+            stream_id = runs_on.active_stream(chat_id, user_id=user_id)
         except ChatNotFoundError:
             return False
         if stream_id is None:
             return False
-    return bool(store.run(_stop_op(store, chat_id, stream_id, user_id)))
+    return bool(runs_on.run(_stop_op(runs_on, chat_id, stream_id, user_id)))
 
 
 async def astop_stream(
-    store: AsyncStore, chat_id: str, stream_id: str | None = None, *, user_id: str | None = None
+    store: AsyncStore | AsyncUserStore,
+    chat_id: str,
+    stream_id: str | None = None,
+    *,
+    user_id: str | None = None,
 ) -> bool:
     """The async form of :func:`stop_stream`."""
+    runs_on, user_id = acting_as("astop_stream()", store, user_id, AsyncStore, any_owner=True)
     if stream_id is None:
         try:
-            stream_id = await store.active_stream(chat_id, user_id=user_id)
+            stream_id = await runs_on.active_stream(chat_id, user_id=user_id)
         except ChatNotFoundError:
             return False
         if stream_id is None:
             return False
-    return bool(await store.run(_stop_op(store, chat_id, stream_id, user_id)))
+    return bool(await runs_on.run(_stop_op(runs_on, chat_id, stream_id, user_id)))
 
 
 def _stop_op(store: Store | AsyncStore, chat_id: str, stream_id: str, user_id: str | None) -> Any:

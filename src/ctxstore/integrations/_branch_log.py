@@ -40,10 +40,12 @@ from ctxstore.errors import (
     ChatNotFoundError,
     ConfigurationError,
     HeadConflictError,
+    ScopeError,
     ValidationError,
 )
 from ctxstore.models import NewMessage
 from ctxstore.store.async_store import AsyncStore
+from ctxstore.store.scoped import AsyncUserStore, UserStore, acting_as
 from ctxstore.store.sync_store import Store, connect
 
 T = TypeVar("T")
@@ -59,18 +61,24 @@ _SUFFIX = re.compile(r"-v[0-9]+\Z")
 _POP_ATTEMPTS = 20
 
 
-def open_store(store: Store | AsyncStore | None, url: str | None, owner: str) -> Store | AsyncStore:
-    """The store an adapter uses: the one given, or a sync store for ``url`` (None reads
-    ``CTXSTORE_URL``, then ``memory://``); a sync store serves any event loop."""
+def open_store(
+    store: Store | AsyncStore | UserStore | AsyncUserStore | None,
+    url: str | None,
+    owner: str,
+    user_id: str | None,
+) -> tuple[Store | AsyncStore, str]:
+    """The store an adapter uses and the user it acts as: the store given (a user's handle
+    names the user), or a sync store for ``url`` (None reads ``CTXSTORE_URL``; neither is a
+    ConfigurationError); a sync store serves any event loop. A session is one user's: without
+    a user (``user_id=`` or a handle) it is a ScopeError."""
     if store is not None and url is not None:
         raise ConfigurationError(f"{owner} takes store= or url=, not both")
-    if store is None:
-        return connect(url)
-    if not isinstance(store, (Store, AsyncStore)):
-        raise ConfigurationError(
-            f"{owner} store= must be a ctxstore Store or AsyncStore, got {type(store).__name__}"
-        )
-    return store
+    if store is not None:
+        opened, acting = acting_as(owner, store, user_id, (Store, AsyncStore))
+        return opened, str(acting)  # never None: acting_as refuses "anyone" unless allowed
+    if user_id is None:
+        raise ScopeError(f"{owner} acts for one user: pass user_id=... (checked before connecting)")
+    return connect(url), user_id
 
 
 class BranchLog:

@@ -54,6 +54,7 @@ except ImportError as error:  # pragma: no cover - exercised without the extra i
 from ctxstore.errors import ValidationError
 from ctxstore.integrations._branch_log import BranchLog, open_store
 from ctxstore.store.async_store import AsyncStore
+from ctxstore.store.scoped import AsyncUserStore, UserStore
 from ctxstore.store.sync_store import Store
 
 __all__ = ["CtxStoreChatMessageHistory"]
@@ -66,15 +67,14 @@ class CtxStoreChatMessageHistory(BaseChatMessageHistory):
         self,
         session_id: str,
         *,
-        user_id: str,
-        store: Store | AsyncStore | None = None,
+        user_id: str | None = None,
+        store: Store | AsyncStore | UserStore | AsyncUserStore | None = None,
         url: str | None = None,
     ) -> None:
         self.session_id = session_id
         self._owns_store = store is None
-        self._log = BranchLog(
-            open_store(store, url, "CtxStoreChatMessageHistory"), session_id, user_id
-        )
+        opened, acting = open_store(store, url, "CtxStoreChatMessageHistory", user_id)
+        self._log = BranchLog(opened, session_id, acting)
 
     @property
     def store(self) -> Store | AsyncStore:

@@ -55,6 +55,7 @@ except ImportError as error:  # pragma: no cover - exercised without the extra i
 from ctxstore.errors import CtxStoreError, ValidationError
 from ctxstore.integrations._branch_log import BranchLog, open_store
 from ctxstore.store.async_store import AsyncStore
+from ctxstore.store.scoped import AsyncUserStore, UserStore
 from ctxstore.store.sync_store import Store
 
 __all__ = ["CtxStoreSession", "SessionClosedError", "SessionSettingsError"]
@@ -80,8 +81,8 @@ class CtxStoreSession:
         self,
         session_id: str,
         *,
-        user_id: str,
-        store: Store | AsyncStore | None = None,
+        user_id: str | None = None,
+        store: Store | AsyncStore | UserStore | AsyncUserStore | None = None,
         url: str | None = None,
         session_settings: SessionSettings | Mapping[str, Any] | None = None,
     ) -> None:
@@ -89,7 +90,8 @@ class CtxStoreSession:
         self.session_settings = _settings(session_settings)
         self._owns_store = store is None
         self._closed = False
-        self._log = BranchLog(open_store(store, url, "CtxStoreSession"), session_id, user_id)
+        opened, acting = open_store(store, url, "CtxStoreSession", user_id)
+        self._log = BranchLog(opened, session_id, acting)
 
     @property
     def store(self) -> Store | AsyncStore:

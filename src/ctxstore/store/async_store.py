@@ -57,7 +57,7 @@ from ctxstore.settings import STORE_DEFAULT, TTL, Settings, StoreDefault
 from ctxstore.store.connection import socket_timeout_of
 from ctxstore.store.factory import store_parts
 from ctxstore.store.shell import StoreShell
-from ctxstore.store.sync_store import Store
+from ctxstore.store.sync_store import AdminStore, Store
 
 if TYPE_CHECKING:  # the models load pydantic, which the write path never needs
     from ctxstore.models import (
@@ -67,6 +67,7 @@ if TYPE_CHECKING:  # the models load pydantic, which the write path never needs
         ChatMeta,
         CheckpointInfo,
     )
+    from ctxstore.store.scoped import AsyncUserStore
 
 T = TypeVar("T")
 
@@ -99,6 +100,16 @@ class AsyncStore(StoreShell):
         if self._loop is not None and callable(reset):
             reset()  # the old loop's connections cannot be used, nor closed, from this one
         self._loop = loop
+
+    def admin(self) -> AsyncAdminStore:
+        """The async form of :meth:`Store.admin`."""
+        return AsyncAdminStore(self)
+
+    def for_user(self, user_id: str) -> AsyncUserStore:
+        """The async form of :meth:`Store.for_user`."""
+        from ctxstore.store.scoped import AsyncUserStore
+
+        return AsyncUserStore(self, user_id)
 
     async def close(self) -> None:
         """The async form of :meth:`Store.close`."""
@@ -165,7 +176,11 @@ class AsyncStore(StoreShell):
         self, chat_id: str, ttl: TTL, *, user_id: str | None = None
     ) -> float | None:
         """The async form of :meth:`Store.expire_chat`."""
-        return await self.run(retention.expire_chat(self._state, chat_id, ttl, user_id=user_id))
+        return await self.run(
+            retention.expire_chat(
+                self._state, chat_id, ttl, user_id=self._owner(user_id, "expire_chat")
+            )
+        )
 
     async def open_chat(
         self,
@@ -185,7 +200,9 @@ class AsyncStore(StoreShell):
 
     async def get_chat(self, chat_id: str, *, user_id: str | None = None) -> ChatMeta:
         """The async form of :meth:`Store.get_chat`."""
-        return await self.run(chats.get_chat(self._state, chat_id, user_id=user_id))
+        return await self.run(
+            chats.get_chat(self._state, chat_id, user_id=self._owner(user_id, "get_chat"))
+        )
 
     async def update_chat(
         self,
@@ -197,14 +214,22 @@ class AsyncStore(StoreShell):
     ) -> ChatMeta:
         """The async form of :meth:`Store.update_chat`."""
         return await self.run(
-            chats.update_chat(self._state, chat_id, title=title, metadata=metadata, user_id=user_id)
+            chats.update_chat(
+                self._state,
+                chat_id,
+                title=title,
+                metadata=metadata,
+                user_id=self._owner(user_id, "update_chat"),
+            )
         )
 
     async def add_usage(
         self, chat_id: str, usage: Mapping[str, Any] | object, *, user_id: str | None = None
     ) -> dict[str, int]:
         """The async form of :meth:`Store.add_usage`."""
-        return await self.run(chats.add_usage(self._state, chat_id, usage, user_id=user_id))
+        return await self.run(
+            chats.add_usage(self._state, chat_id, usage, user_id=self._owner(user_id, "add_usage"))
+        )
 
     async def list_chats(
         self,
@@ -217,7 +242,11 @@ class AsyncStore(StoreShell):
         """The async form of :meth:`Store.list_chats`."""
         return await self.run(
             listing.list_chats(
-                self._state, user_id=user_id, metadata=metadata, limit=limit, offset=offset
+                self._state,
+                user_id=self._owner(user_id, "list_chats"),
+                metadata=metadata,
+                limit=limit,
+                offset=offset,
             )
         )
 
@@ -226,12 +255,19 @@ class AsyncStore(StoreShell):
     ) -> ChatPage:
         """The async form of :meth:`Store.list_chats_page`."""
         return await self.run(
-            listing.list_chats_page(self._state, user_id=user_id, cursor=cursor, limit=limit)
+            listing.list_chats_page(
+                self._state,
+                user_id=self._owner(user_id, "list_chats_page"),
+                cursor=cursor,
+                limit=limit,
+            )
         )
 
     async def delete_chat(self, chat_id: str, *, user_id: str | None = None) -> bool:
         """The async form of :meth:`Store.delete_chat`."""
-        return await self.run(chats.delete_chat(self._state, chat_id, user_id=user_id))
+        return await self.run(
+            chats.delete_chat(self._state, chat_id, user_id=self._owner(user_id, "delete_chat"))
+        )
 
     # --- messages ------------------------------------------------------------------------------
 
@@ -258,7 +294,7 @@ class AsyncStore(StoreShell):
                 on_conflict=on_conflict,
                 on_existing=on_existing,
                 compaction=compaction,
-                user_id=user_id,
+                user_id=self._owner(user_id, "append"),
             )
         )
 
@@ -266,14 +302,20 @@ class AsyncStore(StoreShell):
         self, chat_id: str, message_id: str, *, user_id: str | None = None
     ) -> StoredMessage:
         """The async form of :meth:`Store.get_message`."""
-        return await self.run(reads.get_message(self._state, chat_id, message_id, user_id=user_id))
+        return await self.run(
+            reads.get_message(
+                self._state, chat_id, message_id, user_id=self._owner(user_id, "get_message")
+            )
+        )
 
     async def message_versions(
         self, chat_id: str, message_id: str, *, user_id: str | None = None
     ) -> list[MessageVersion]:
         """The async form of :meth:`Store.message_versions`."""
         return await self.run(
-            versions.message_versions(self._state, chat_id, message_id, user_id=user_id)
+            versions.message_versions(
+                self._state, chat_id, message_id, user_id=self._owner(user_id, "message_versions")
+            )
         )
 
     async def get_chain(
@@ -288,7 +330,12 @@ class AsyncStore(StoreShell):
         """The async form of :meth:`Store.get_chain`."""
         return await self.run(
             reads.get_chain(
-                self._state, chat_id, head, max_depth=max_depth, newest=newest, user_id=user_id
+                self._state,
+                chat_id,
+                head,
+                max_depth=max_depth,
+                newest=newest,
+                user_id=self._owner(user_id, "get_chain"),
             )
         )
 
@@ -313,7 +360,7 @@ class AsyncStore(StoreShell):
                 max_tokens=max_tokens,
                 max_messages=max_messages,
                 after_summary=after_summary,
-                user_id=user_id,
+                user_id=self._owner(user_id, "load_branch"),
             )
         )
 
@@ -321,7 +368,11 @@ class AsyncStore(StoreShell):
         self, chat_id: str, branch: str | None = None, *, user_id: str | None = None
     ) -> ChainSize:
         """The async form of :meth:`Store.branch_size`."""
-        return await self.run(reads.branch_size(self._state, chat_id, branch, user_id=user_id))
+        return await self.run(
+            reads.branch_size(
+                self._state, chat_id, branch, user_id=self._owner(user_id, "branch_size")
+            )
+        )
 
     async def write_summary(
         self,
@@ -344,7 +395,7 @@ class AsyncStore(StoreShell):
                 metadata,
                 tokens,
                 job=job or "",
-                user_id=user_id,
+                user_id=self._owner(user_id, "write_summary"),
             )
         )
 
@@ -369,7 +420,7 @@ class AsyncStore(StoreShell):
                 base=base,
                 name=name,
                 activate=activate,
-                user_id=user_id,
+                user_id=self._owner(user_id, "create_branch"),
             )
         )
 
@@ -392,7 +443,7 @@ class AsyncStore(StoreShell):
                 base=base,
                 name=name,
                 activate=activate,
-                user_id=user_id,
+                user_id=self._owner(user_id, "branch_from_checkpoint"),
             )
         )
 
@@ -400,18 +451,28 @@ class AsyncStore(StoreShell):
         self, chat_id: str, name: str | None = None, *, user_id: str | None = None
     ) -> BranchInfo:
         """The async form of :meth:`Store.get_branch`."""
-        return await self.run(branches.get_branch(self._state, chat_id, name, user_id=user_id))
+        return await self.run(
+            branches.get_branch(
+                self._state, chat_id, name, user_id=self._owner(user_id, "get_branch")
+            )
+        )
 
     async def list_branches(self, chat_id: str, *, user_id: str | None = None) -> list[BranchInfo]:
         """The async form of :meth:`Store.list_branches`."""
-        return await self.run(branches.list_branches(self._state, chat_id, user_id=user_id))
+        return await self.run(
+            branches.list_branches(
+                self._state, chat_id, user_id=self._owner(user_id, "list_branches")
+            )
+        )
 
     async def set_active_branch(
         self, chat_id: str, name: str, *, user_id: str | None = None
     ) -> BranchInfo:
         """The async form of :meth:`Store.set_active_branch`."""
         return await self.run(
-            branches.set_active_branch(self._state, chat_id, name, user_id=user_id)
+            branches.set_active_branch(
+                self._state, chat_id, name, user_id=self._owner(user_id, "set_active_branch")
+            )
         )
 
     # --- checkpoints ---------------------------------------------------------------------------
@@ -421,7 +482,13 @@ class AsyncStore(StoreShell):
     ) -> CheckpointInfo:
         """The async form of :meth:`Store.upsert_checkpoint`."""
         return await self.run(
-            checkpoints.upsert_checkpoint(self._state, chat_id, name, message_id, user_id=user_id)
+            checkpoints.upsert_checkpoint(
+                self._state,
+                chat_id,
+                name,
+                message_id,
+                user_id=self._owner(user_id, "upsert_checkpoint"),
+            )
         )
 
     async def get_checkpoint(
@@ -429,33 +496,44 @@ class AsyncStore(StoreShell):
     ) -> CheckpointInfo:
         """The async form of :meth:`Store.get_checkpoint`."""
         return await self.run(
-            checkpoints.get_checkpoint(self._state, chat_id, name, user_id=user_id)
+            checkpoints.get_checkpoint(
+                self._state, chat_id, name, user_id=self._owner(user_id, "get_checkpoint")
+            )
         )
 
     async def list_checkpoints(
         self, chat_id: str, *, user_id: str | None = None
     ) -> list[CheckpointInfo]:
         """The async form of :meth:`Store.list_checkpoints`."""
-        return await self.run(checkpoints.list_checkpoints(self._state, chat_id, user_id=user_id))
+        return await self.run(
+            checkpoints.list_checkpoints(
+                self._state, chat_id, user_id=self._owner(user_id, "list_checkpoints")
+            )
+        )
 
     async def delete_checkpoint(
         self, chat_id: str, name: str, *, user_id: str | None = None
     ) -> bool:
         """The async form of :meth:`Store.delete_checkpoint`."""
         return await self.run(
-            checkpoints.delete_checkpoint(self._state, chat_id, name, user_id=user_id)
+            checkpoints.delete_checkpoint(
+                self._state, chat_id, name, user_id=self._owner(user_id, "delete_checkpoint")
+            )
         )
 
     # --- inspection ----------------------------------------------------------------------------
 
     async def get_graph(self, chat_id: str, *, user_id: str | None = None) -> ChatGraph:
         """The async form of :meth:`Store.get_graph`."""
-        return await self.run(graph.get_graph(self._state, chat_id, user_id=user_id))
+        return await self.run(
+            graph.get_graph(self._state, chat_id, user_id=self._owner(user_id, "get_graph"))
+        )
 
     # --- maintenance ---------------------------------------------------------------------------
 
     async def verify_chat(self, chat_id: str, *, repair: bool = False) -> VerifyReport:
         """The async form of :meth:`Store.verify_chat`."""
+        self._admin_only("verify_chat")
         return await self.run(verify.verify_chat(self._state, chat_id, repair=repair))
 
     # --- export and import ---------------------------------------------------------------------
@@ -464,7 +542,9 @@ class AsyncStore(StoreShell):
         self, chat_id: str, *, user_id: str | None = None
     ) -> AsyncIterator[dict[str, Any]]:
         """The async form of :meth:`Store.export_chat`."""
-        steps = exports.export_chat(self._state, chat_id, user_id=user_id)
+        steps = exports.export_chat(
+            self._state, chat_id, user_id=self._owner(user_id, "export_chat")
+        )
         async for record in adrive(steps, self._perform):
             yield record
 
@@ -477,7 +557,9 @@ class AsyncStore(StoreShell):
     ) -> ChatMeta:
         """The async form of :meth:`Store.import_chat`."""
         return await arun_plan(
-            imports.import_chat(self._state, chat_id=chat_id, user_id=user_id),
+            imports.import_chat(
+                self._state, chat_id=chat_id, user_id=self._owner(user_id, "import_chat")
+            ),
             aperformer(self.run, imports.arecords_from(records)),
         )
 
@@ -498,7 +580,7 @@ class AsyncStore(StoreShell):
                 chat_id,
                 stream_id,
                 after=after,
-                user_id=user_id,
+                user_id=self._owner(user_id, "read_stream"),
                 wait_ms=answer_stream.wait_ms_for(socket_timeout_of(self._client)),
             ),
             self._perform,
@@ -509,8 +591,37 @@ class AsyncStore(StoreShell):
     ) -> str | None:
         """The async form of :meth:`Store.active_stream`."""
         return await self.run(
-            answer_stream.active_stream(self._state, chat_id, branch, user_id=user_id)
+            answer_stream.active_stream(
+                self._state, chat_id, branch, user_id=self._owner(user_id, "active_stream")
+            )
         )
+
+
+@documented_by(AdminStore)
+class AsyncAdminStore(AsyncStore):
+    """An operator's handle on an :class:`AsyncStore` (``store.admin()``): see
+    :class:`~ctxstore.store.AdminStore`."""
+
+    any_owner = True
+
+    def __init__(self, store: AsyncStore) -> None:
+        super().__init__(store.client, store.state, owns_client=False)
+        self._store = store
+
+    def admin(self) -> AsyncAdminStore:
+        """The async form of :meth:`AdminStore.admin`."""
+        return self
+
+    async def run(self, operation: Operation[T]) -> T:
+        """The async form of :meth:`AdminStore.run`."""
+        return await self._store.run(operation)
+
+    async def close(self) -> None:
+        """The async form of :meth:`AdminStore.close`."""
+        await self._store.close()
+
+    def __repr__(self) -> str:
+        return f"<AsyncAdminStore of {self._store!r}>"
 
 
 def connect_async(
@@ -525,4 +636,4 @@ def connect_async(
     return AsyncStore(client, state, owns_client=owns)
 
 
-__all__ = ["AsyncStore", "connect_async"]
+__all__ = ["AsyncAdminStore", "AsyncStore", "connect_async"]

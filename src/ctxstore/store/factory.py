@@ -14,9 +14,9 @@ from ctxstore.messages.tokens import message_counter
 from ctxstore.settings import SETTINGS_FIELDS, Settings, settings_of
 from ctxstore.store.connection import (
     DEFAULT_SOCKET_TIMEOUT,
+    Target,
     adopt_client,
     is_cluster_client,
-    Target,
     is_memory_client,
     make_client,
     parse_url,

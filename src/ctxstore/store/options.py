@@ -62,9 +62,8 @@ _CLUSTER_TARGETS = frozenset({"host", "port", "startup_nodes"})
 def _parameters(cls: type) -> frozenset[str]:
     return frozenset(
         name
-        for name, parameter in inspect.signature(cls.__init__).parameters.items()
-        if name != "self"
-        and parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL)
+        for name, parameter in inspect.signature(cls).parameters.items()
+        if parameter.kind not in (parameter.VAR_KEYWORD, parameter.VAR_POSITIONAL)
     )
 
 

@@ -63,6 +63,7 @@ if TYPE_CHECKING:  # the models load pydantic, which the write path never needs
         ChatMeta,
         CheckpointInfo,
     )
+    from ctxstore.store.scoped import UserStore
 
 T = TypeVar("T")
 
@@ -74,6 +75,21 @@ class Store(StoreShell):
         super().__init__(client, state, owns_client=owns_client)
         self._perform = performer(self.run)
         self._line = DirectLine(client) if DirectLine.serves(client) else None
+
+    def admin(self) -> AdminStore:
+        """The operator's handle on this store (the worker, the CLI, the web console, verify,
+        export and import): the same methods, on which a chat call that leaves out
+        ``user_id`` acts on any owner's chat. It shares this store's connection."""
+        return AdminStore(self)
+
+    def for_user(self, user_id: str) -> UserStore:
+        """The handle of one user (a request handler's): the chat methods without a
+        ``user_id`` parameter, each acting as ``user_id`` (checked inside the same script as
+        ever), listings listing that user's chats only. It shares this store's connection;
+        make one per request, it costs nothing."""
+        from ctxstore.store.scoped import UserStore
+
+        return UserStore(self, user_id)
 
     def close(self) -> None:
         """Close the client if this store created it."""
@@ -137,7 +153,11 @@ class Store(StoreShell):
     def expire_chat(self, chat_id: str, ttl: TTL, *, user_id: str | None = None) -> float | None:
         """Make the chat expire ``ttl`` seconds from now and after every later write (a number
         or a timedelta; None: never); returns the retention now."""
-        return self.run(retention.expire_chat(self._state, chat_id, ttl, user_id=user_id))
+        return self.run(
+            retention.expire_chat(
+                self._state, chat_id, ttl, user_id=self._owner(user_id, "expire_chat")
+            )
+        )
 
     def open_chat(
         self,
@@ -158,7 +178,9 @@ class Store(StoreShell):
     def get_chat(self, chat_id: str, *, user_id: str | None = None) -> ChatMeta:
         """The chat's fields: owner, title, metadata (usage under ``"usage"``), times, active
         branch, retention."""
-        return self.run(chats.get_chat(self._state, chat_id, user_id=user_id))
+        return self.run(
+            chats.get_chat(self._state, chat_id, user_id=self._owner(user_id, "get_chat"))
+        )
 
     def update_chat(
         self,
@@ -170,14 +192,22 @@ class Store(StoreShell):
     ) -> ChatMeta:
         """Replace the title when given, shallow-merge metadata, bump ``updated_at``."""
         return self.run(
-            chats.update_chat(self._state, chat_id, title=title, metadata=metadata, user_id=user_id)
+            chats.update_chat(
+                self._state,
+                chat_id,
+                title=title,
+                metadata=metadata,
+                user_id=self._owner(user_id, "update_chat"),
+            )
         )
 
     def add_usage(
         self, chat_id: str, usage: Mapping[str, Any] | object, *, user_id: str | None = None
     ) -> dict[str, int]:
         """Add token counts atomically; returns the chat's totals."""
-        return self.run(chats.add_usage(self._state, chat_id, usage, user_id=user_id))
+        return self.run(
+            chats.add_usage(self._state, chat_id, usage, user_id=self._owner(user_id, "add_usage"))
+        )
 
     def list_chats(
         self,
@@ -191,7 +221,11 @@ class Store(StoreShell):
         ``{"key": k, "value": v}``) matches type-exactly."""
         return self.run(
             listing.list_chats(
-                self._state, user_id=user_id, metadata=metadata, limit=limit, offset=offset
+                self._state,
+                user_id=self._owner(user_id, "list_chats"),
+                metadata=metadata,
+                limit=limit,
+                offset=offset,
             )
         )
 
@@ -201,12 +235,19 @@ class Store(StoreShell):
         """One page of chats newest first and the cursor of the next (None after the last);
         a chat not updated while paging appears exactly once, one updated moves to the front."""
         return self.run(
-            listing.list_chats_page(self._state, user_id=user_id, cursor=cursor, limit=limit)
+            listing.list_chats_page(
+                self._state,
+                user_id=self._owner(user_id, "list_chats_page"),
+                cursor=cursor,
+                limit=limit,
+            )
         )
 
     def delete_chat(self, chat_id: str, *, user_id: str | None = None) -> bool:
         """Delete the chat and its index entries; True if this call deleted it."""
-        return self.run(chats.delete_chat(self._state, chat_id, user_id=user_id))
+        return self.run(
+            chats.delete_chat(self._state, chat_id, user_id=self._owner(user_id, "delete_chat"))
+        )
 
     # --- messages ------------------------------------------------------------------------------
 
@@ -253,7 +294,7 @@ class Store(StoreShell):
                 on_conflict=on_conflict,
                 on_existing=on_existing,
                 compaction=compaction,
-                user_id=user_id,
+                user_id=self._owner(user_id, "append"),
             )
         )
 
@@ -261,7 +302,11 @@ class Store(StoreShell):
         self, chat_id: str, message_id: str, *, user_id: str | None = None
     ) -> StoredMessage:
         """One message by id (``id``, ``parent_id``, ``created_at``, ``message``, ``metadata``)."""
-        return self.run(reads.get_message(self._state, chat_id, message_id, user_id=user_id))
+        return self.run(
+            reads.get_message(
+                self._state, chat_id, message_id, user_id=self._owner(user_id, "get_message")
+            )
+        )
 
     def message_versions(
         self, chat_id: str, message_id: str, *, user_id: str | None = None
@@ -270,7 +315,9 @@ class Store(StoreShell):
         edits, regenerated answers), oldest first, each with the branches whose chain holds it.
         One round trip."""
         return self.run(
-            versions.message_versions(self._state, chat_id, message_id, user_id=user_id)
+            versions.message_versions(
+                self._state, chat_id, message_id, user_id=self._owner(user_id, "message_versions")
+            )
         )
 
     def get_chain(
@@ -286,7 +333,12 @@ class Store(StoreShell):
         ``max_depth`` comes back as its newest ``max_depth`` messages instead of raising."""
         return self.run(
             reads.get_chain(
-                self._state, chat_id, head, max_depth=max_depth, newest=newest, user_id=user_id
+                self._state,
+                chat_id,
+                head,
+                max_depth=max_depth,
+                newest=newest,
+                user_id=self._owner(user_id, "get_chain"),
             )
         )
 
@@ -314,7 +366,7 @@ class Store(StoreShell):
                 max_tokens=max_tokens,
                 max_messages=max_messages,
                 after_summary=after_summary,
-                user_id=user_id,
+                user_id=self._owner(user_id, "load_branch"),
             )
         )
 
@@ -322,7 +374,11 @@ class Store(StoreShell):
         self, chat_id: str, branch: str | None = None, *, user_id: str | None = None
     ) -> ChainSize:
         """Messages and stored tokens of a branch's chain, without reading a payload."""
-        return self.run(reads.branch_size(self._state, chat_id, branch, user_id=user_id))
+        return self.run(
+            reads.branch_size(
+                self._state, chat_id, branch, user_id=self._owner(user_id, "branch_size")
+            )
+        )
 
     def write_summary(
         self,
@@ -347,7 +403,7 @@ class Store(StoreShell):
                 metadata,
                 tokens,
                 job=job or "",
-                user_id=user_id,
+                user_id=self._owner(user_id, "write_summary"),
             )
         )
 
@@ -372,7 +428,7 @@ class Store(StoreShell):
                 base=base,
                 name=name,
                 activate=activate,
-                user_id=user_id,
+                user_id=self._owner(user_id, "create_branch"),
             )
         )
 
@@ -395,7 +451,7 @@ class Store(StoreShell):
                 base=base,
                 name=name,
                 activate=activate,
-                user_id=user_id,
+                user_id=self._owner(user_id, "branch_from_checkpoint"),
             )
         )
 
@@ -403,17 +459,29 @@ class Store(StoreShell):
         self, chat_id: str, name: str | None = None, *, user_id: str | None = None
     ) -> BranchInfo:
         """A branch by name (None: the active one): its head, length and whether it is active."""
-        return self.run(branches.get_branch(self._state, chat_id, name, user_id=user_id))
+        return self.run(
+            branches.get_branch(
+                self._state, chat_id, name, user_id=self._owner(user_id, "get_branch")
+            )
+        )
 
     def list_branches(self, chat_id: str, *, user_id: str | None = None) -> list[BranchInfo]:
         """Every branch of the chat, oldest first, with the active one marked."""
-        return self.run(branches.list_branches(self._state, chat_id, user_id=user_id))
+        return self.run(
+            branches.list_branches(
+                self._state, chat_id, user_id=self._owner(user_id, "list_branches")
+            )
+        )
 
     def set_active_branch(
         self, chat_id: str, name: str, *, user_id: str | None = None
     ) -> BranchInfo:
         """Make ``name`` the chat's one active branch (what engines and sessions follow)."""
-        return self.run(branches.set_active_branch(self._state, chat_id, name, user_id=user_id))
+        return self.run(
+            branches.set_active_branch(
+                self._state, chat_id, name, user_id=self._owner(user_id, "set_active_branch")
+            )
+        )
 
     # --- checkpoints ---------------------------------------------------------------------------
 
@@ -422,34 +490,56 @@ class Store(StoreShell):
     ) -> CheckpointInfo:
         """Name ``message_id``; an existing checkpoint of that name moves to it."""
         return self.run(
-            checkpoints.upsert_checkpoint(self._state, chat_id, name, message_id, user_id=user_id)
+            checkpoints.upsert_checkpoint(
+                self._state,
+                chat_id,
+                name,
+                message_id,
+                user_id=self._owner(user_id, "upsert_checkpoint"),
+            )
         )
 
     def get_checkpoint(
         self, chat_id: str, name: str, *, user_id: str | None = None
     ) -> CheckpointInfo:
         """A checkpoint by name: the message it names and when it was placed."""
-        return self.run(checkpoints.get_checkpoint(self._state, chat_id, name, user_id=user_id))
+        return self.run(
+            checkpoints.get_checkpoint(
+                self._state, chat_id, name, user_id=self._owner(user_id, "get_checkpoint")
+            )
+        )
 
     def list_checkpoints(self, chat_id: str, *, user_id: str | None = None) -> list[CheckpointInfo]:
         """Every checkpoint, newest placement first."""
-        return self.run(checkpoints.list_checkpoints(self._state, chat_id, user_id=user_id))
+        return self.run(
+            checkpoints.list_checkpoints(
+                self._state, chat_id, user_id=self._owner(user_id, "list_checkpoints")
+            )
+        )
 
     def delete_checkpoint(self, chat_id: str, name: str, *, user_id: str | None = None) -> bool:
         """Remove a checkpoint (the message stays); True if it existed."""
-        return self.run(checkpoints.delete_checkpoint(self._state, chat_id, name, user_id=user_id))
+        return self.run(
+            checkpoints.delete_checkpoint(
+                self._state, chat_id, name, user_id=self._owner(user_id, "delete_checkpoint")
+            )
+        )
 
     # --- inspection ----------------------------------------------------------------------------
 
     def get_graph(self, chat_id: str, *, user_id: str | None = None) -> ChatGraph:
         """The whole chat at a glance: every message (id, parent, role, preview), branches,
         checkpoints."""
-        return self.run(graph.get_graph(self._state, chat_id, user_id=user_id))
+        return self.run(
+            graph.get_graph(self._state, chat_id, user_id=self._owner(user_id, "get_graph"))
+        )
 
     # --- maintenance ---------------------------------------------------------------------------
 
     def verify_chat(self, chat_id: str, *, repair: bool = False) -> VerifyReport:
-        """Check the chat's invariants; with ``repair``, rebuild what its records determine."""
+        """Check the chat's invariants; with ``repair``, rebuild what its records determine.
+        An operator's call, on any owner's chat: on ``store.admin()`` only."""
+        self._admin_only("verify_chat")
         return self.run(verify.verify_chat(self._state, chat_id, repair=repair))
 
     # --- export and import ---------------------------------------------------------------------
@@ -458,7 +548,10 @@ class Store(StoreShell):
         """The whole chat as records (see :mod:`ctxstore._core.format.portable`), read lazily
         in bounded chunks: the chat, its messages in write order, branches, checkpoints,
         summaries."""
-        return drive(exports.export_chat(self._state, chat_id, user_id=user_id), self._perform)
+        return drive(
+            exports.export_chat(self._state, chat_id, user_id=self._owner(user_id, "export_chat")),
+            self._perform,
+        )
 
     def import_chat(
         self,
@@ -472,7 +565,9 @@ class Store(StoreShell):
         all; an existing chat id is a ConflictError (see
         :mod:`ctxstore._core.ops.transfer.imports`)."""
         return run_plan(
-            imports.import_chat(self._state, chat_id=chat_id, user_id=user_id),
+            imports.import_chat(
+                self._state, chat_id=chat_id, user_id=self._owner(user_id, "import_chat")
+            ),
             performer(self.run, imports.records_from(records)),
         )
 
@@ -495,7 +590,7 @@ class Store(StoreShell):
                 chat_id,
                 stream_id,
                 after=after,
-                user_id=user_id,
+                user_id=self._owner(user_id, "read_stream"),
                 wait_ms=answer_stream.wait_ms_for(socket_timeout_of(self._client)),
             ),
             self._perform,
@@ -505,7 +600,41 @@ class Store(StoreShell):
         self, chat_id: str, branch: str | None = None, *, user_id: str | None = None
     ) -> str | None:
         """The stream id of the answer being streamed on ``branch`` (default: the active one)."""
-        return self.run(answer_stream.active_stream(self._state, chat_id, branch, user_id=user_id))
+        return self.run(
+            answer_stream.active_stream(
+                self._state, chat_id, branch, user_id=self._owner(user_id, "active_stream")
+            )
+        )
+
+
+class AdminStore(Store):
+    """An operator's handle on a :class:`Store` (``store.admin()``): the store's methods, on
+    which a chat call that leaves out ``user_id`` acts on any owner's chat; one that names a
+    ``user_id`` is checked against it as anywhere. The only handle that reaches any chat on
+    purpose: the worker, the CLI, the web console, ``verify_chat``, exports and imports of
+    whole namespaces use it. It shares the store's connection; closing it closes that store."""
+
+    any_owner = True
+
+    def __init__(self, store: Store) -> None:
+        super().__init__(store.client, store.state, owns_client=False)
+        self._store = store
+        self._line = None  # every command goes through the store's own
+
+    def admin(self) -> AdminStore:
+        """This handle."""
+        return self
+
+    def run(self, operation: Operation[T]) -> T:
+        """Drive a core operation through the store this handle was made from."""
+        return self._store.run(operation)
+
+    def close(self) -> None:
+        """Close the store this handle was made from."""
+        self._store.close()
+
+    def __repr__(self) -> str:
+        return f"<AdminStore of {self._store!r}>"
 
 
 def connect(
@@ -530,4 +659,4 @@ def connect(
     return Store(client, state, owns_client=owns)
 
 
-__all__ = ["Store", "connect"]
+__all__ = ["AdminStore", "Store", "connect"]

@@ -7,7 +7,9 @@ console was started with, whose keys are that namespace's only. The stores share
 user in the URL reads its own namespace and nothing more.
 
 A sync :class:`~ctxstore.store.Store` passed in runs each operation in a worker thread, so the
-console serves an embedded ``memory://`` store a program already uses.
+console serves an embedded ``memory://`` store a program already uses. A console is an
+operator's tool: it reads every user's chats of its namespaces, through each store's
+``admin()`` handle (a user's handle, which could show one user only, is refused).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ class Tenants:
         self._base = base
         self._stores: dict[str, Store | AsyncStore] = {}
         for namespace in chosen:
-            self._stores[_label(namespace)] = self._view(base, namespace)
+            self._stores[_label(namespace)] = self._view(base, namespace).admin()
 
     @staticmethod
     def _view(base: Store | AsyncStore, namespace: str | None) -> Store | AsyncStore:

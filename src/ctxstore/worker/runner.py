@@ -151,13 +151,13 @@ class Worker:
 
     async def arun(self, *, burst: bool = False, handle_signals: bool = False) -> WorkerStats:
         """The async form of :meth:`run`."""
-        stores = [
+        stores = [  # a worker compacts any user's chats: an operator's handle
             connect_async(
                 self.url,
                 namespace=namespace,
                 token_model=self._token_model,
                 estimate_tokens=self._estimate_tokens,
-            )
+            ).admin()
             for namespace in self.namespaces
         ]
         if handle_signals:
