@@ -538,15 +538,14 @@ class AsyncStore(StoreShell):
 
     # --- export and import ---------------------------------------------------------------------
 
-    async def export_chat(
+    def export_chat(
         self, chat_id: str, *, user_id: str | None = None
     ) -> AsyncIterator[dict[str, Any]]:
         """The async form of :meth:`Store.export_chat`."""
         steps = exports.export_chat(
             self._state, chat_id, user_id=self._owner(user_id, "export_chat")
         )
-        async for record in adrive(steps, self._perform):
-            yield record
+        return adrive(steps, self._perform)
 
     async def import_chat(
         self,
