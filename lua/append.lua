@@ -22,12 +22,18 @@
 --   call.on_existing   raise | fork: for a message id the chat already holds
 --   call.now           epoch milliseconds
 --   call.request       the request id ("" for none): a resent call is answered from its summary
+--                      (see lib/requests.lua), the first write's reply
 --   call.chat_id       the chat's id, for the index entries ("" without KEYS[10..11])
 --   call.index_owner   the owner the index keys KEYS[10..11] were built for ("" without them)
 --   call.soft_tokens   a compaction threshold ("" for none)
 --   call.job_ttl       ms after which a compaction job that settled nothing may be enqueued again
 --   call.keep          the messages a compaction keeps verbatim (carried by the job)
 --   call.base          the chain tokens the client assumed before the first message
+--   call.digest        a digest of the messages (chosen ids, payloads, metadata): a call under
+--                      a request id already used whose digest differs is refused
+--   call.recall        "1": look the request id up whatever the head (a caller's own request
+--                      id, which a retry may send after anything); "": only when the call
+--                      could be a resend (the head moved on, or chosen ids)
 -- ARGV[2] chosen     the messages' chosen ids, tab-separated ("" in a slot: generate one)
 -- ARGV[3] tokens     TOK_WIDTH bytes per message: its flags and the chain's tokens through it,
 --                    computed by the client as if the chain before the first message held
@@ -67,7 +73,8 @@
 -- here. write_summary clears it.
 -- Errors: NOT_FOUND (chat, branch, the expected head when forking), CONFLICT (head moved and
 --         on_conflict=raise; message id exists and on_existing=raise; lease_lost: the turn's
---         fencing token is stale), INVALID (duplicate or reserved ids), REPLACED,
+--         fencing token is stale; request_reused: the request id was used by a write of other
+--         messages), INVALID (duplicate or reserved ids), REPLACED,
 --         CORRUPT (anything read that is malformed, a head that is not the message its branch
 --         record names: checked before any write).
 --
@@ -148,9 +155,9 @@ return run(function()
   local chat, log, alias, runs, branch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
   local reqs, tok, summary_key = KEYS[6], KEYS[7], KEYS[8]
   local user, known_inc, target, expected, on_conflict, on_existing, now, request, chat_id,
-        index_owner, soft_tokens, job_ttl, keep, token_base = string.match(ARGV[1],
+        index_owner, soft_tokens, job_ttl, keep, token_base, digest, recall = string.match(ARGV[1],
           '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(%d+)\t([^\t]*)\t' ..
-          '([^\t]*)\t([^\t]*)\t(%d*)\t(%d*)\t(%d*)\t(%d+)$')
+          '([^\t]*)\t([^\t]*)\t(%d*)\t(%d*)\t(%d*)\t(%d+)\t([%w_%-]*)\t(1?)$')
   if not user then
     fail('INVALID', {reason = 'malformed call fields'})
   end
@@ -180,26 +187,15 @@ return run(function()
   request = request_argument(request)
   check_message_at(log, inc, branch, target, record.pos, record.id)
   -- A resend of a call that succeeded finds the head moved on (its own messages), or wrote
-  -- under chosen ids (an edit leaves the head where it was): only then can it be one.
-  if record.id ~= expected or any_chosen then
+  -- under chosen ids (an edit leaves the head where it was): only then can it be one, unless
+  -- the caller chose the request id (a retry of its own, which may come after anything).
+  if record.id ~= expected or any_chosen or recall == '1' then
     local prior = recall_request(reqs, request)
     if prior then
-      local name, first, rebased, fork, created, edits =
-        string.match(prior, '^([^\t]*)\t(%d+)\t(%d)\t([^\t]*)\t([^\t]*)\t(.*)$')
-      if not name or not is_utf8(prior) then
-        corrupt(reqs, request, 'not the summary of an append')
-      end
-      local created_list, edit_list = {}, {}
-      for item in string.gmatch(created, '[^\n]+') do
-        created_list[#created_list + 1] = item
-      end
-      for item in string.gmatch(edits, '%d+') do
-        edit_list[#edit_list + 1] = tonumber(item)
-      end
-      local updated_at = updated_before
-      return {name, tonumber(first), edit_list, tonumber(rebased), fork, created_list,
-              updated_at, owner, index(chat_id, index_owner, owner, updated_at), inc, -1, '', 0,
-              -1}
+      local reply = recalled_append(reqs, request, prior, digest, updated_before)
+      reply[8], reply[10] = owner, inc
+      reply[9] = index(chat_id, index_owner, owner, reply[7])
+      return reply
     end
   end
   check_fence(chat, fence)
@@ -439,22 +435,26 @@ return run(function()
     redis.call('HSET', branch, name, format_branch(current))
   end
   local updated_at = newer(updated_before, now)
+  local enqueued = 0
+  if job ~= '' and KEYS[12] ~= nil then
+    enqueued = 1
+  end
   local remembered = remember_request(reqs, request,
                                       target .. '\t' .. first .. '\t' .. rebased .. '\t' ..
                                       conflict_fork .. '\t' .. table.concat(created_names, '\n') ..
-                                      '\t' .. table.concat(edits, ','), slot)
+                                      '\t' .. table.concat(edits, ',') .. '\t' .. digest ..
+                                      '\t' .. updated_at .. '\t' .. context_tokens .. '\t' ..
+                                      string.gsub(job, '\t', ':') .. '\t' .. enqueued, slot)
   redis.call('HSET', chat, 'message_count', message_count + count, 'updated_at', updated_at,
              unpack(remembered))
   if ARGV[4] ~= '' and not fields[7] then
     redis.call('HSET', chat, 'title', ARGV[4])
   end
-  local enqueued = 0
   if job ~= '' then
     redis.call('HSET', chat, 'cjob', job)
-    if KEYS[12] ~= nil then
+    if enqueued == 1 then
       redis.call('XADD', KEYS[12], 'MAXLEN', '~', JOB_STREAM_MAXLEN, '*', 'chat', chat_id,
                  'branch', target, 'job', job, 'soft', soft_tokens, 'keep', keep)
-      enqueued = 1
     end
   end
   slide_expiry(ttl, {chat, log, alias, runs, branch, KEYS[9], tok, summary_key, reqs})

@@ -38,6 +38,6 @@ return run(function()
   end
   r.writes, r.deadline = number, now + ttl
   redis.call('HSET', KEYS[3], ARGV[3], format_stream_record(r))
-  keep_at_least({KEYS[2], KEYS[3]}, ttl)
+  keep_at_least({KEYS[2], KEYS[3]}, ttl + STOPPED_KEPT_MS)
   return 1
 end)

@@ -71,3 +71,39 @@ local function remember_in_chat(chat_key, reqs_key, request, summary, slot)
     redis.call('HSET', chat_key, unpack(fields))
   end
 end
+
+-- The reply of append.lua to a call whose request id the ring remembers (`prior`, its summary):
+-- the first write's reply, as it was, without writing. Fields 8 to 10 (owner, indexed,
+-- incarnation) are the caller's to fill; the head's tokens are -1 (not known here). A summary
+-- with a digest of other messages than this call's (`digest`) is a request id used twice:
+-- refused. A summary of an earlier release (6 fields, no digest, no first reply's figures)
+-- answers with the chat's updated_at (`updated_before`) and no context size.
+local function recalled_append(reqs_key, request, prior, digest, updated_before)
+  if not is_utf8(prior) then
+    corrupt(reqs_key, request, 'not the summary of an append')
+  end
+  local name, first, rebased, fork, created, edits, prior_digest, updated_at, context, job,
+        enqueued = string.match(prior, '^([^\t]*)\t(%d+)\t(%d)\t([^\t]*)\t([^\t]*)\t([%d,]*)\t' ..
+          '([%w_%-]*)\t(%d+)\t(%-?%d+)\t([^\t]*)\t([01])$')
+  if not name then
+    name, first, rebased, fork, created, edits =
+      string.match(prior, '^([^\t]*)\t(%d+)\t(%d)\t([^\t]*)\t([^\t]*)\t([%d,]*)$')
+    if not name then
+      corrupt(reqs_key, request, 'not the summary of an append')
+    end
+    prior_digest, updated_at, context, job, enqueued = '', updated_before, '-1', '', '0'
+  end
+  if prior_digest ~= '' and digest ~= '' and prior_digest ~= digest then
+    fail('CONFLICT', {reason = 'request_reused', request = request})
+  end
+  local created_list, edit_list = {}, {}
+  for item in string.gmatch(created, '[^\n]+') do
+    created_list[#created_list + 1] = item
+  end
+  for item in string.gmatch(edits, '%d+') do
+    edit_list[#edit_list + 1] = tonumber(item)
+  end
+  return {name, tonumber(first), edit_list, tonumber(rebased), fork, created_list,
+          tonumber(updated_at), '', 0, '', tonumber(context), (string.gsub(job, ':', '\t')),
+          tonumber(enqueued), -1}
+end

@@ -49,13 +49,22 @@ local function stream_records(key)
   return records
 end
 
+-- How long past its deadline a live stream's record stays when its writer stops writing (a
+-- worker that died mid-answer): a reader, or a page reloaded, then learns that the answer
+-- failed ("stopped") instead of finding no stream at all.
+local STOPPED_KEPT_MS = 600000
+
 -- The keys of the answer streams expire with the last deadline of the records `records`
--- (after `now`), or now when there is none.
+-- (after `now`; a live record's deadline plus STOPPED_KEPT_MS), or now when there is none.
 local function expire_with_records(keys, records, now)
   local last = now
   for _, r in ipairs(records) do
-    if r.deadline > last then
-      last = r.deadline
+    local until_ms = r.deadline
+    if r.state == 'live' then
+      until_ms = until_ms + STOPPED_KEPT_MS
+    end
+    if until_ms > last then
+      last = until_ms
     end
   end
   for _, key in ipairs(keys) do

@@ -7,6 +7,7 @@ or broken on purpose by ``ModelStreams``."""
 from __future__ import annotations
 
 import asyncio
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
@@ -17,6 +18,7 @@ import ctxstore
 from ctxstore import role, user
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.protocol import Call, Operation
+from ctxstore._core.scripts import script_dir
 from ctxstore.errors import StreamFailedError, StreamNotFoundError
 from tests.conftest import Clock
 from tests.support.facade import SyncOverAsync
@@ -261,16 +263,29 @@ def test_a_writer_that_stops_writing_is_seen_as_stopped_once_its_deadline_passes
     assert saved_messages(store) == []
 
 
-def test_a_dropped_turn_expires_with_its_writers_deadline(
-    make_engine: Any, backend: str, streams: ModelStreams
+def stopped_kept_ms() -> int:
+    """How long a live stream's keys outlive its deadline (lua/lib/streams.lua)."""
+    source = (script_dir() / "lib" / "streams.lua").read_text()
+    found = re.search(r"^local STOPPED_KEPT_MS = (\d+)$", source, re.MULTILINE)
+    assert found is not None
+    return int(found.group(1))
+
+
+def test_a_dropped_turn_fails_at_its_writers_deadline_and_its_keys_go_later(
+    make_engine: Any, backend: str, streams: ModelStreams, clock: Clock
 ) -> None:
+    """Its readers (a page reloaded after the worker died) learn that the answer failed, for
+    STOPPED_KEPT_MS past the deadline; then the keys are gone."""
     engine = make_engine()
     turn = start(engine, writer_ttl=0.3, title=False)  # never read: as if its worker died
     store = make_engine.store
-    keys = stream_keys(store)
-    assert_expire_within(raw_client(backend), keys, 300)
-    with pytest.raises(StreamNotFoundError):
+    client = raw_client(backend)
+    for key in stream_keys(store):
+        assert 300 < client.pttl(key) <= 300 + stopped_kept_ms(), key
+    clock.now += 301
+    with pytest.raises(StreamFailedError, match="stopped writing"):
         read_pieces(store, "c1", turn.stream_id)
+    assert store.active_stream("c1") is None  # nothing is being streamed there any more
 
 
 def test_a_finished_stream_is_refused_at_its_deadline_exactly(

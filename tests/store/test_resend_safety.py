@@ -15,6 +15,7 @@ from ctxstore._core.ops.transfer import imports
 from ctxstore._core.ops.transfer.imports import ChatImport
 from tests.support import servers
 from tests.support.proxy import ReplyDroppingProxy
+from tests.support.wire import trace_wire
 
 
 @pytest.fixture
@@ -219,13 +220,11 @@ RING = REQUEST_RING
 
 
 def _append_as(store: ctxstore.Store, request: str, text: str, head: str | None) -> Any:
-    """An append carrying the request id ``request`` and fixed tags: the very command a
-    resend of it sends again."""
-    with (
-        mock.patch("ctxstore._core.ops.append.new_request_id", return_value=request),
-        mock.patch("ctxstore._core.ops.append.new_tags", return_value=["resent"]),
-    ):
-        return store.append("c1", "main", [{"role": "user", "content": text}], expected_head=head)
+    """An append carrying the request id ``request``: the very command a resend of it sends
+    again (its tags come from the request id and the messages)."""
+    return store.append(
+        "c1", "main", [{"role": "user", "content": text}], expected_head=head, request_id=request
+    )
 
 
 @pytest.mark.parametrize("others", [0, 1, RING - 1])
@@ -287,7 +286,13 @@ def test_a_malformed_request_id_is_refused_and_nothing_is_written(
     sync_store.upsert_chat("c1", "alice")
     keys = sync_store.state.keyspace.chat("c1")
     before = sync_store.client.hgetall(keys.key("chat"))
-    with pytest.raises(ctxstore.ValidationError):
-        _append_as(sync_store, request_id, "a", None)
+    with trace_wire() as wire, pytest.raises(ctxstore.errors.InvalidIdError):
+        _append_as(sync_store, request_id, "a", None)  # refused by the client: nothing sent
+    assert wire.round_trips == 0
+    with (
+        mock.patch("ctxstore._core.ops.append.new_request_id", return_value=request_id),
+        pytest.raises(ctxstore.ValidationError),
+    ):  # and by the script, were a client to send it
+        sync_store.append("c1", "main", [{"role": "user", "content": "a"}], expected_head=None)
     assert sync_store.client.hgetall(keys.key("chat")) == before
     assert sync_store.client.exists(keys.key("log"), keys.key("reqs")) == 0

@@ -51,17 +51,22 @@ class ReplyDroppingProxy(_RequestReplyProxy):
 
     def __init__(self, host: str, port: int) -> None:
         self._marker: bytes | None = None
+        self._to_drop = 0
         self.dropped = 0
         super().__init__(host, port)
 
-    def drop_next_reply(self, marker: bytes = b"EVALSHA") -> None:
+    def drop_next_reply(self, marker: bytes = b"EVALSHA", *, times: int = 1) -> None:
+        """Lose the reply of the next command holding ``marker`` (of the next ``times`` such
+        commands: a client that sends it again loses that reply too)."""
         with self._lock:
-            self._marker = marker
+            self._marker, self._to_drop = marker, times
 
     def _take_marker(self, data: bytes) -> bool:
         with self._lock:
             if self._marker is not None and self._marker in data:
-                self._marker = None
+                self._to_drop -= 1
+                if self._to_drop <= 0:
+                    self._marker = None
                 return True
             return False
 

@@ -232,6 +232,16 @@ def _conflict(details: dict[str, Any], ctx: dict[str, Any], where: str) -> error
         return errors.BranchExistsError(
             f"branch {name!r} already exists{where}", **ctx, branch=name
         )
+    if reason == "request_reused":
+        request = details.get("request")
+        return errors.ConflictError(
+            f"request id {request!r} was used{where} by a write of other messages: a retry "
+            "sends the same messages under its request id, a new write takes a new one; "
+            "nothing was written",
+            **ctx,
+            reason=reason,
+            request_id=request,
+        )
     if reason == "chat_exists":
         return errors.ConflictError(
             f"chat {ctx.get('chat_id')!r} exists already: import under another id, or delete "

@@ -4,14 +4,45 @@
 from __future__ import annotations
 
 import base64
+import hashlib
 import os
+import re
 
 from ctxstore._core.format.records import TAG_LENGTH
+from ctxstore.errors import InvalidIdError
 
 
 def new_request_id() -> str:
     """A write's request id: a resent call carries the same one and is recognized by it."""
     return base64.urlsafe_b64encode(os.urandom(12)).decode("ascii")
+
+
+#: What a caller's own request id may be: what the scripts take (lua/lib/requests.lua).
+MAX_REQUEST_ID_LENGTH = 64
+_REQUEST_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def check_request_id(request_id: object) -> str:
+    """A caller's request id: 1 to 64 letters, digits, ``-`` or ``_`` (URL-safe, so a UUID, a
+    ULID or an idempotency key from a header fits); anything else is an InvalidIdError."""
+    if not isinstance(request_id, str) or not _REQUEST_ID.fullmatch(request_id):
+        shown = request_id[:80] if isinstance(request_id, str) else type(request_id).__name__
+        raise InvalidIdError(
+            f"request_id must be 1 to {MAX_REQUEST_ID_LENGTH} letters, digits, '-' or '_', "
+            f"got {shown!r}",
+            what="request_id",
+        )
+    return request_id
+
+
+def tags_for(request_id: str, digest: str, count: int) -> list[str]:
+    """The tags of an append's messages, drawn from its request id and the digest of its
+    messages: a retry of the same write (same request id, same messages) builds the same
+    records under the same ids, so the first write's reply, which a retry gets back, names
+    exactly what it stored. A random request id makes them as random as :func:`new_tags`."""
+    raw = hashlib.shake_256(f"{request_id}\t{digest}".encode()).digest(4 * count)
+    letters = base64.b32encode(raw).decode("ascii").lower()
+    return [letters[TAG_LENGTH * i : TAG_LENGTH * (i + 1)] for i in range(count)]
 
 
 def new_tags(count: int) -> list[str]:

@@ -338,8 +338,15 @@ class EngineCore:
         size = yield from self._size_op()
         return self.prompt.count(size.context_tokens, self.session.summary, renderer)
 
-    def save_op(self, *, title: bool = True) -> Operation[SavedHead | None]:
+    def save_op(
+        self, *, title: bool = True, request_id: str | None = None
+    ) -> Operation[SavedHead | None]:
         """Persist the pending messages in one append; returns the new head.
+
+        ``request_id``: the caller's id of this write (see ``Store.append``). Without one the
+        engine makes one for the pending messages and keeps it until a save of them succeeds,
+        so a save retried after a timeout or a lost connection is applied once (add nothing
+        before the retry: other messages are another write).
 
         A pending message whose id exists in the chat is an edit: the store forks a branch at
         that message's parent (activated) and stores it there under a new id. A
@@ -377,6 +384,7 @@ class EngineCore:
             expected, policy = session.anchor, "fork"
         items = [self._as_new_message(item) for item in pending]
         chat_title = self._static_title() if title and session.untitled() else None
+        request, recall = self.prompt.request_for_pending(request_id)
         try:
             result = yield from append_ops.append(
                 self._state,
@@ -389,6 +397,8 @@ class EngineCore:
                 count_tokens=self.count_message,
                 compaction=self._trigger(),
                 title_if_none=chat_title,
+                request_id=request,
+                recall=recall,
                 **self._write_scope,
             )
         except LeaseLostError:

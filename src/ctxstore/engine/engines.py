@@ -194,10 +194,16 @@ class ContextEngine(_EngineBase[Store]):
         operation = self._core.token_count_op(renderer)
         return run_plan(self._core.materialized(operation), self._perform)
 
-    def save(self) -> SavedHead | None:
+    def save(self, *, request_id: str | None = None) -> SavedHead | None:
         """Persist the pending messages (one round trip); returns the new head, which also says
-        where the save went (``.branch``, ``.forked_at``: see :class:`SavedHead`)."""
-        return self._store.run(self._core.save_op())
+        where the save went (``.branch``, ``.forked_at``: see :class:`SavedHead`).
+
+        Safe to retry: without ``request_id`` the engine makes one for the pending messages
+        and keeps it until a save of them succeeds, so ``try: engine.save() except
+        BackendTimeoutError: engine.save()`` saves once (add nothing in between). With
+        ``request_id`` (see ``Store.append``), that id is the write's, for a retry that comes
+        from a new engine (another process, a function invoked again)."""
+        return self._store.run(self._core.save_op(request_id=request_id))
 
     def turn(
         self,
@@ -329,9 +335,9 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
         operation = self._core.token_count_op(renderer)
         return await arun_plan(self._core.materialized(operation), self._perform)
 
-    async def save(self) -> SavedHead | None:
+    async def save(self, *, request_id: str | None = None) -> SavedHead | None:
         """The async form of :meth:`ContextEngine.save`."""
-        return await self._store.run(self._core.save_op())
+        return await self._store.run(self._core.save_op(request_id=request_id))
 
     def turn(
         self,

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ctxstore._base.plans import Plan
+from ctxstore._core.ids import check_request_id, new_request_id
 from ctxstore.errors import ValidationError
 from ctxstore.messages.summaries import summary_section
 from ctxstore.messages.tokens import REPLY_PRIMING_TOKENS, MessageCounter
@@ -58,6 +59,8 @@ class PromptBuffer:
         self._rendered: dict[tuple[type[Renderer], bool], str] = {}
         #: Message fragments set and not saved yet, oldest first.
         self.pending: list[Fragment] = []
+        #: The pending messages a save was last tried with, and its request id.
+        self._request: tuple[tuple[Fragment, ...], str] | None = None
 
     @property
     def context(self) -> tuple[Fragment, ...]:
@@ -100,8 +103,9 @@ class PromptBuffer:
         return False
 
     def drop_pending(self) -> None:
-        """Forget the pending messages (the engine moved to another branch)."""
+        """Forget the pending messages (saved, or the engine moved to another branch)."""
         self.pending = []
+        self._request = None
 
     def materialize(self) -> Plan[None]:
         """Materialize the lazy data of the fragments not materialized yet (each once)."""
@@ -145,6 +149,23 @@ class PromptBuffer:
             tokens = max(max_tokens - REPLY_PRIMING_TOKENS - pending, 0)
         messages = None if max_messages is None else max(max_messages - len(self.pending), 0)
         return ChainBudget(tokens, messages, pending=bool(self.pending))
+
+    def request_for_pending(self, request_id: str | None) -> tuple[str, bool]:
+        """The request id a save of the pending messages carries, and whether the store should
+        look it up whatever the head: the caller's (looked up), else the one this buffer made
+        for these very messages, kept until they are saved (a save retried after a timeout
+        carries the first attempt's id, and the engine retries onto the head it knew)."""
+        if request_id is not None:
+            return check_request_id(request_id), True
+        kept = self._request
+        same = (
+            kept is not None
+            and len(kept[0]) == len(self.pending)
+            and all(a is b for a, b in zip(kept[0], self.pending, strict=True))
+        )
+        if kept is None or not same:
+            kept = self._request = (tuple(self.pending), new_request_id())
+        return kept[1], False
 
     def pending_payloads(self) -> list[dict[str, Any]]:
         """Copies of the pending messages' chat-message dicts."""

@@ -9,24 +9,28 @@ What a chat answer does, in order:
    a new id, as ``save()`` forks one; a resent submit of the branch's head is not saved again.
    A regenerate moves the engine to a new branch at the parent of the answer it replaces.
    Then resolve the context as ``engine.resolve()`` does.
-2. (:meth:`ChatPlan.start`) start the answer's Redis stream (resumable by other workers and
-   reloaded pages) and, with ``generate_title``, the title in the background.
+2. (:meth:`ChatPlan.start`) save the user message (with the static title of an untitled chat)
+   and start the answer's Redis stream (resumable by other workers and reloaded pages), both
+   in one round trip, before any model call: a worker that dies while it answers leaves the
+   question in the chat. With ``generate_title``, the title starts in the background.
 3. (:meth:`ChatPlan.steps`, iterating) ``start`` with the answer's id, the static title of an
    untitled chat as a transient ``data-chat-title``, then up to ``max_steps`` model calls: each
    a ``start-step``, the model's text, reasoning and tool calls as they stream, the tools run
    (in parallel, by the shell) and their outputs, a ``finish-step``; the loop goes on while the
    model calls tools. Every chunk is also mirrored, as JSON lines, into the answer's stream.
-4. At the end: the usage tracked, the user message and the answer (one ``UIMessage`` holding
-   every step's parts, under the announced id, with its metadata) saved in one append, the
-   model-made title set, ``message-metadata`` and ``finish`` handed out and written, the stream
-   marked done.
+4. At the end: the usage tracked, the answer (one ``UIMessage`` holding every step's parts,
+   under the announced id, with its metadata) appended after the question, the model-made title
+   set, ``message-metadata`` and ``finish`` handed out and written, the stream marked done.
 
 A consumer that stops reading (``break``, ``close()``, a cancelled task), :meth:`ChatStream.stop`
 or another worker's ``stop_stream`` ends the answer early: what was streamed is saved as the
-answer with ``metadata.ctxstore.aborted = true`` (with the user message), never twice. An error
-saves the user message only, hands out an ``error`` chunk whose text ``on_error`` gives (a
+answer with ``metadata.ctxstore.aborted = true``, never twice. An error saves no answer (the
+question is saved already), hands out an ``error`` chunk whose text ``on_error`` gives (a
 generic one by default: the exception's text can hold what a user must not see) and ends the
-stream failed; the exception is logged and kept on the stream (``ChatStream.error``).
+stream failed; the exception is logged and kept on the stream (``ChatStream.error``). A worker
+killed while it answers leaves the question and a stream that its readers see fail once the
+writer's deadline passes; the next ``chat()`` (a regenerate answers the question where it
+stands, or the next message) carries on.
 """
 
 from __future__ import annotations
@@ -40,6 +44,7 @@ from typing import Any
 from ctxstore._base.plans import Effect, Emit, Plan, Run
 from ctxstore._core.ops import reads
 from ctxstore._core.ops import streams as answer_stream
+from ctxstore._core.protocol import together
 from ctxstore.engine.core import EngineCore
 from ctxstore.engine.stream_io import (
     ABANDON,
@@ -109,7 +114,9 @@ class ChatPlan:
         self._saving = False
         #: The answer stream's id, once started.
         self.stream_id: str | None = None
-        #: Where the user message and the answer were saved, once they were.
+        #: Where the user message was saved (when the answer began), once it was.
+        self.question_saved: SavedHead | None = None
+        #: Where the answer was saved, once it was.
         self.saved: SavedHead | None = None
         #: "new", "streaming", then "done", "stopped" or "failed".
         self.state = "new"
@@ -194,15 +201,28 @@ class ChatPlan:
         )
         if question is not None and engine.session.untitled():
             self._static_title = static_chat_title(question)
-        self.stream_id = yield Run(
-            answer_stream.begin_stream(
-                engine.store_state,
-                engine.chat_id,
-                engine.session.branch,
-                writer_ttl_ms=request.stream.writer_ttl_ms,
-                **engine.stream_scope(fenced=True),
-            )
+        begin = answer_stream.begin_stream(
+            engine.store_state,
+            engine.chat_id,
+            engine.session.branch,
+            writer_ttl_ms=request.stream.writer_ttl_ms,
+            **engine.stream_scope(fenced=True),
         )
+        if engine.prompt.pending:
+            # The question is saved in the round trip that begins the stream, before any model
+            # call: a worker that dies while it answers leaves the question in the chat.
+            asked, began = yield Run(together([engine.save_op(), begin]))
+            if isinstance(asked, CtxStoreError):
+                if not isinstance(began, CtxStoreError):
+                    self.stream_id = began
+                    yield from self._close(done=False, reason=f"failed: {asked}")
+                raise asked
+            if isinstance(began, CtxStoreError):
+                raise began
+            self.question_saved = asked
+            self.stream_id = began
+        else:
+            self.stream_id = yield Run(begin)
         self._buffer.started(self.stream_id)
         self.state = "streaming"
         if request.generate_title and question is not None and self._static_title is not None:
@@ -364,8 +384,9 @@ class ChatPlan:
         self.state = "done"
 
     def _save(self, answer: dict[str, Any] | None) -> Plan[None]:
-        """Save the pending user message and ``answer`` (a UI message; None: none) in one
-        append; a retry after a save whose outcome is unknown checks first."""
+        """Save ``answer`` (a UI message; None: none) with whatever is pending (nothing, once
+        the question was saved at the start) in one append; a retry after a save whose outcome
+        is unknown checks first."""
         engine = self._engine
         if self.saved is not None:
             return

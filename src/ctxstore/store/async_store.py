@@ -282,6 +282,7 @@ class AsyncStore(StoreShell):
         on_existing: ExistingPolicy = "raise",
         compaction: CompactionTrigger | None = None,
         user_id: str | None = None,
+        request_id: str | None = None,
     ) -> AppendResult:
         """The async form of :meth:`Store.append`."""
         return await self.run(
@@ -295,6 +296,7 @@ class AsyncStore(StoreShell):
                 on_existing=on_existing,
                 compaction=compaction,
                 user_id=self._owner(user_id, "append"),
+                request_id=request_id,
             )
         )
 

@@ -217,6 +217,7 @@ class UserStore(_Scope):
         on_conflict: ConflictPolicy = "raise",
         on_existing: ExistingPolicy = "raise",
         compaction: CompactionTrigger | None = None,
+        request_id: str | None = None,
     ) -> AppendResult:
         """The user-scoped form of :meth:`Store.append`."""
         return self._store.append(
@@ -228,6 +229,7 @@ class UserStore(_Scope):
             on_existing=on_existing,
             compaction=compaction,
             user_id=self.user_id,
+            request_id=request_id,
         )
 
     def get_message(self, chat_id: str, message_id: str) -> StoredMessage:
@@ -456,6 +458,7 @@ class AsyncUserStore(_Scope):
         on_conflict: ConflictPolicy = "raise",
         on_existing: ExistingPolicy = "raise",
         compaction: CompactionTrigger | None = None,
+        request_id: str | None = None,
     ) -> AppendResult:
         """The async user-scoped form of :meth:`Store.append`."""
         return await self._store.append(
@@ -467,6 +470,7 @@ class AsyncUserStore(_Scope):
             on_existing=on_existing,
             compaction=compaction,
             user_id=self.user_id,
+            request_id=request_id,
         )
 
     async def get_message(self, chat_id: str, message_id: str) -> StoredMessage:

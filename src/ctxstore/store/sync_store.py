@@ -262,6 +262,7 @@ class Store(StoreShell):
         on_existing: ExistingPolicy = "raise",
         compaction: CompactionTrigger | None = None,
         user_id: str | None = None,
+        request_id: str | None = None,
     ) -> AppendResult:
         """Append ``messages`` to ``branch`` in order and move its head, atomically (one script);
         ``branch`` None: the branch active when the write runs.
@@ -282,8 +283,14 @@ class Store(StoreShell):
         new id with the messages after it; the original stays.
 
         ``compaction``: an append that takes the branch's context to ``soft_tokens`` enqueues
-        one compaction job for the chat (see :mod:`ctxstore._core.ops.jobs`). A resent call (its
-        reply lost) is recognized and applied once."""
+        one compaction job for the chat (see :mod:`ctxstore._core.ops.jobs`).
+
+        ``request_id`` (1 to 64 letters, digits, ``-``, ``_``): the write's own id. A call
+        repeated under it (after a timeout, a crash, a function's retry) is applied once and
+        returns the first call's result, for as long as the chat remembers it (its last 32
+        writes that carry a request id); the same id with other messages is a
+        ``ConflictError`` naming it. Without one, a call makes its own, which covers redis-py
+        resending it after a lost reply, not a retry of the call itself."""
         return self.run(
             append_ops.append(
                 self._state,
@@ -295,6 +302,7 @@ class Store(StoreShell):
                 on_existing=on_existing,
                 compaction=compaction,
                 user_id=self._owner(user_id, "append"),
+                request_id=request_id,
             )
         )
 

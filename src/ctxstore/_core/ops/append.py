@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, get_args
 
@@ -16,7 +18,7 @@ from ctxstore._core.format.records import (
     packed_time,
 )
 from ctxstore._core.format.tokens import token_entries
-from ctxstore._core.ids import new_request_id, new_tags
+from ctxstore._core.ids import check_request_id, new_request_id, tags_for
 from ctxstore._core.ops.chats import (
     chat_context,
     check_title,
@@ -69,23 +71,37 @@ def check_policy(value: object, allowed: tuple[str, ...], what: str) -> str:
     return str(value)
 
 
+class AppendArgs(NamedTuple):
+    """What an append sends besides its call fields, built and checked before anything is."""
+
+    chosen_ids: list[str]
+    tags: list[str]
+    records: list[bytes]
+    entries: bytes
+    #: Of the messages as the caller gave them (chosen ids, payloads, metadata): what a retry
+    #: under the same request id must match.
+    digest: str
+
+
 def append_args(
     state: StoreState,
     messages: Iterable[MessageInput],
     *,
     now: int,
+    request: str,
     count_tokens: MessageCounter | None = None,
     base: int = 0,
     any_items: bool = False,
-) -> tuple[list[str], list[str], list[bytes], bytes]:
-    """The chosen ids ("" for each generated one), the tags, the records and the token entries
-    (counted with ``count_tokens``, else the store's counter); everything is validated and
-    encoded before anything is sent.
+) -> AppendArgs:
+    """The chosen ids ("" for each generated one), the tags, the records, the token entries
+    (counted with ``count_tokens``, else the store's counter) and the messages' digest;
+    everything is validated and encoded before anything is sent.
 
     The client builds each record whole, as the child of the position before it
     (:func:`~ctxstore._core.format.records.encode_record`), so the script touches only the
-    few whose parent is elsewhere. ``any_items``: opaque items are taken too (see
-    :func:`~ctxstore._core.format.records.check_payload`).
+    few whose parent is elsewhere. The tags come from ``request`` and the digest
+    (:func:`~ctxstore._core.ids.tags_for`), so a retry builds the same records. ``any_items``:
+    opaque items are taken too (see :func:`~ctxstore._core.format.records.check_payload`).
     """
     items = list(messages)
     if not items:
@@ -97,10 +113,10 @@ def append_args(
     created = packed_time(now)
     limit = state.limits.max_message_bytes
     chosen_ids: list[str] = []
-    records: list[bytes] = []
-    tags = new_tags(len(items))
+    bodies: list[tuple[bytes, bytes]] = []
     seen: set[str] = set()
     payloads: list[dict[str, Any]] = []
+    hasher = hashlib.blake2b(digest_size=12)
     for index, item in enumerate(items):
         where = f"messages[{index}]"
         metadata = b""
@@ -125,13 +141,18 @@ def append_args(
         checked = check_payload(payload, where, any_item=any_items)
         payloads.append(checked)
         body = encode(checked, what=where, limit=limit)
-        records.append(
-            encode_record(
-                body, created_at=created, tag=tags[index], chosen=chosen, metadata=metadata
-            )
-        )
+        bodies.append((body, metadata))
+        hasher.update(b"%d:%s:%d:%d:" % (len(chosen), chosen.encode(), len(body), len(metadata)))
+        hasher.update(body)
+        hasher.update(metadata)
+    digest = base64.urlsafe_b64encode(hasher.digest()).decode("ascii")
+    tags = tags_for(request, digest, len(items))
+    records = [
+        encode_record(body, created_at=created, tag=tag, chosen=chosen, metadata=metadata)
+        for (body, metadata), tag, chosen in zip(bodies, tags, chosen_ids, strict=True)
+    ]
     entries = token_entries(payloads, count_tokens or state.message_tokens, base)
-    return chosen_ids, tags, records, entries
+    return AppendArgs(chosen_ids, tags, records, entries, digest)
 
 
 def append(
@@ -149,6 +170,8 @@ def append(
     compaction: CompactionTrigger | None = None,
     title_if_none: str | None = None,
     any_items: bool = False,
+    request_id: str | None = None,
+    recall: bool | None = None,
 ) -> Operation[AppendResult]:
     """Append in order and move the head, in one script; see ``lua/append.lua`` for the policies.
     ``branch`` None writes to the branch that is active when the script runs.
@@ -160,7 +183,11 @@ def append(
     and, on a single server, adds the job to its stream; elsewhere the job follows the reply.
     ``title_if_none``: the title the chat takes in the same call if it has none yet.
     ``any_items``: opaque items (neither ``role`` nor ``type``) are taken too, for the adapters
-    of frameworks whose sessions store any item.
+    of frameworks whose sessions store any item. ``request_id``: the caller's own (see
+    :meth:`~ctxstore.store.Store.append`); without one, each call makes its own, which covers
+    redis-py's resends only. ``recall``: look the id up whatever the head (default: for a
+    caller's id, which may be retried after anything; an engine's own id is retried only by
+    the engine, onto the head it knew, and skips the lookup on the hot path).
     """
     chat = state.keyspace.chat(chat_id)
     if branch is not None:
@@ -170,10 +197,17 @@ def append(
     check_policy(on_conflict, _CONFLICT_POLICIES, "on_conflict")
     check_policy(on_existing, _EXISTING_POLICIES, "on_existing")
     title = "" if title_if_none is None else check_title(title_if_none)
+    request = new_request_id() if request_id is None else check_request_id(request_id)
     now = state.clock()
     base = 0 if expected_head is None else state.head_sizes.get(chat_id, expected_head)
-    chosen_ids, tags, records, entries = append_args(
-        state, messages, now=now, count_tokens=count_tokens, base=base, any_items=any_items
+    chosen_ids, tags, records, entries, digest = append_args(
+        state,
+        messages,
+        now=now,
+        request=request,
+        count_tokens=count_tokens,
+        base=base,
+        any_items=any_items,
     )
     script = load_script("append")
     owner = user_id if user_id is not None else state.owners.get(chat_id)
@@ -194,13 +228,15 @@ def append(
         on_conflict=on_conflict,
         on_existing=on_existing,
         now=str(now),
-        request=new_request_id(),
+        request=request,
         chat_id=chat_id if in_script_index else "",
         index_owner=(owner or "") if in_script_index else "",
         soft_tokens=str(compaction.soft_tokens) if compaction is not None else "",
         job_ttl=str(compaction.job_ttl_ms) if compaction is not None else "",
         keep=str(compaction.min_recent_messages) if compaction is not None else "",
         base=str(base),
+        digest=digest,
+        recall="1" if (request_id is not None if recall is None else recall) else "",
     )
     call = script_call(
         script,
@@ -274,6 +310,8 @@ class AppendCall(NamedTuple):
     job_ttl: str
     keep: str
     base: str
+    digest: str
+    recall: str
 
 
 class AppendReply(NamedTuple):
