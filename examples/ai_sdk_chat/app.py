@@ -13,7 +13,10 @@ Endpoints (what ``DefaultChatTransport`` calls, and what a chat list needs):
 - ``POST /api/chat/{id}/stop``: stops the answer (saved with what was streamed, as aborted);
 - ``GET /api/chats``: the user's chats; ``GET /api/chat/{id}``: the active branch as UI messages.
 
-The user is the ``x-user-id`` header here; a real backend takes it from its session.
+The user is the ``x-user-id`` header here; a real backend takes it from its session. Each
+request works on ``store.for_user(user)``: nothing it calls can reach another user's chat, and
+another user's chat id answers as one that does not exist. A client that reconnects to the
+stream sends the last event id it saw (``Last-Event-ID``) and gets what followed it, once.
 ``CHAT_MOCK_RESPONSE`` answers every turn with that text (litellm's ``mock_response``: no key).
 """
 
@@ -51,13 +54,13 @@ def weather(city: str) -> dict[str, Any]:
     return {"city": city, "sky": "sunny", "celsius": 21}
 
 
-def user_of(request: Request) -> str:
-    return request.headers.get("x-user-id", "demo")
+def user_store(request: Request) -> ctxstore.store.AsyncUserStore:
+    """The store as the request's user sees it."""
+    return store.for_user(request.headers.get("x-user-id", "demo"))
 
 
 def engine_for(request: Request, chat_id: str, **options: Any) -> ctxstore.AsyncContextEngine:
-    user = user_of(request)
-    engine = ctxstore.AsyncContextEngine(store=store, chat_id=chat_id, user_id=user, **options)
+    engine = ctxstore.AsyncContextEngine(store=user_store(request), chat_id=chat_id, **options)
     engine.set(ctxstore.role("You are a helpful assistant. Use the weather tool for weather."))
     return engine
 
@@ -86,13 +89,17 @@ async def post_chat(request: Request) -> Response:
     task = asyncio.create_task(answer())
     running.add(task)
     task.add_done_callback(running.discard)
-    events = await aresume_sse(store, chat_id, stream.stream_id, user_id=user_of(request))
+    events = await aresume_sse(user_store(request), chat_id, stream.stream_id)
     return StreamingResponse(events, headers=UI_MESSAGE_STREAM_HEADERS)
 
 
 async def resume(request: Request) -> Response:
     chat_id = request.path_params["chat_id"]
-    events = await aresume_sse(store, chat_id, user_id=user_of(request))
+    after = request.headers.get("last-event-id")
+    try:
+        events = await aresume_sse(user_store(request), chat_id, after=after)
+    except ctxstore.ValidationError as error:
+        return JSONResponse({"error": str(error)}, status_code=400)
     if events is None:
         return Response(status_code=204)
     return StreamingResponse(events, headers=UI_MESSAGE_STREAM_HEADERS)
@@ -100,18 +107,18 @@ async def resume(request: Request) -> Response:
 
 async def stop(request: Request) -> Response:
     chat_id = request.path_params["chat_id"]
-    return JSONResponse({"stopped": await astop_stream(store, chat_id, user_id=user_of(request))})
+    return JSONResponse({"stopped": await astop_stream(user_store(request), chat_id)})
 
 
 async def chats(request: Request) -> Response:
-    found = await store.list_chats(user_id=user_of(request), limit=50)
+    found = await user_store(request).list_chats(limit=50)
     return JSONResponse([{"id": c.id, "title": c.title, "updatedAt": c.updated_at} for c in found])
 
 
 async def messages(request: Request) -> Response:
     chat_id = request.path_params["chat_id"]
     try:
-        await store.get_chat(chat_id, user_id=user_of(request))
+        await user_store(request).get_chat(chat_id)
     except ctxstore.NotFoundError:
         return JSONResponse({"error": "no such chat"}, status_code=404)
     # message_format="ui": each message with versions says which it is ("< 2/3 >")

@@ -43,6 +43,38 @@ def test_a_finished_answer_replays_as_it_was_sent(make_engine: Any, model: Scrip
     assert len(rest) < len(replay)
 
 
+def test_resuming_after_any_event_replays_exactly_the_events_that_followed(
+    make_engine: Any, model: ScriptedModel
+) -> None:
+    """Every event carries its own id, the events inside a piece too: a client whose
+    connection dropped after any of them resumes with its ``Last-Event-ID`` and sees each
+    event once."""
+    model.answers = [["a longer answer, streamed in many small chunks, " * 3]]
+    stream = start_chat(make_engine(), [ui_user("u1", "hi")])
+    collect(stream)
+    replay = resume_events(make_engine.store, stream.stream_id)
+    assert replay[-1] == "data: [DONE]\n\n"
+    ids = [event.split("\n", 1)[0].removeprefix("id: ") for event in replay[:-1]]
+    assert all(event.startswith("id: ") for event in replay[:-1])
+    assert len(set(ids)) == len(ids)
+    assert any(":" in event_id for event_id in ids)  # pieces of several events: ids inside
+    assert any(":" not in event_id for event_id in ids)
+    for index, event_id in enumerate(ids):
+        assert (
+            resume_events(make_engine.store, stream.stream_id, after=event_id)
+            == replay[index + 1 :]
+        ), event_id
+
+
+def test_a_malformed_event_id_is_refused(make_engine: Any, model: ScriptedModel) -> None:
+    model.answers = [["ok"]]
+    stream = start_chat(make_engine(), [ui_user("u1", "hi")])
+    collect(stream)
+    for bad in ("nope", "1-0:x", "1-0:", "x-0:1"):
+        with pytest.raises(ctxstore.ValidationError):
+            resume_events(make_engine.store, stream.stream_id, after=bad)
+
+
 def test_nothing_to_resume_when_nothing_is_streaming(make_engine: Any) -> None:
     make_engine.store.upsert_chat("c1", "alice")
     store = make_engine.store

@@ -2,8 +2,11 @@
 that another request (another worker) can give it.
 
 The answer's chunks are mirrored into its Redis stream as JSON lines; :func:`resume_sse`
-replays them as server-sent events, from the start or after the last event id a client saw
-(each piece's last event carries the piece's id), following the answer live until it ends.
+replays them as server-sent events, from the start or after the last event id a client saw,
+following the answer live until it ends. Every event carries its own id: a piece's last event
+the piece's (``<ms>-<seq>``), each event before it ``<piece id>:<k>`` (its index in the piece),
+so a client that resumes after any event (``after=``, its ``Last-Event-ID``) gets exactly the
+events that followed it, none twice.
 A stopped answer ends with an ``abort`` chunk, a failed one with the ``error`` chunk its writer
 wrote; ``data: [DONE]`` comes last either way. :func:`stop_stream` closes the answer's stream:
 its writer finds it closed at its next write and saves what it streamed, marked aborted.
@@ -15,7 +18,7 @@ from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 from ctxstore._core.ops import streams as answer_stream
-from ctxstore.errors import ChatNotFoundError, StreamFailedError
+from ctxstore.errors import ChatNotFoundError, StreamFailedError, ValidationError
 from ctxstore.frontend.protocol import SSE_DONE, chunk_json
 from ctxstore.models import StreamPiece
 from ctxstore.store.async_store import AsyncStore
@@ -45,6 +48,7 @@ def resume_sse(
     user's handle (``store.for_user(user_id)``), or a store with ``user_id``, or an admin
     handle (any owner)."""
     runs_on, user_id = acting_as("resume_sse()", store, user_id, Store, any_owner=True)
+    cursor, skip = resume_point(after)
     if stream_id is None:
         try:
             stream_id = runs_on.active_stream(chat_id, user_id=user_id)
@@ -52,13 +56,44 @@ def resume_sse(
             return None  # a chat that does not exist streams nothing
         if stream_id is None:
             return None
-    return _replay(runs_on.read_stream(chat_id, stream_id, after=after, user_id=user_id))
+    return _replay(runs_on.read_stream(chat_id, stream_id, after=cursor, user_id=user_id), skip)
 
 
-def _replay(pieces: Iterator[StreamPiece]) -> Iterator[str]:
+#: The greatest sequence number of an entry id (Redis's, 2^64 - 1).
+_LAST_SEQUENCE = 2**64 - 1
+
+
+def resume_point(after: str | None) -> tuple[str | None, tuple[str, int] | None]:
+    """Where a read resumes for ``after``, an event id: the piece id to read after, and, for an
+    event inside a piece (``<piece id>:<k>``), that piece and how many of its events the
+    client has, so the read starts at that piece and its first ``k + 1`` events are skipped."""
+    if after is None or ":" not in after:
+        return after, None
+    piece, _, index = after.rpartition(":")
+    milliseconds, sequence = answer_stream.check_entry_id(piece, "after")
+    if not index.isdigit() or len(index) > 6:
+        raise ValidationError(f"after must be an event id of an answer, got {after!r}")
+    if sequence > 0:
+        before: str | None = f"{milliseconds}-{sequence - 1}"
+    elif milliseconds > 0:
+        before = f"{milliseconds - 1}-{_LAST_SEQUENCE}"
+    else:
+        before = None  # the very first entry id there is: read from the start
+    return before, (piece, int(index) + 1)
+
+
+def _skipped(piece: StreamPiece, skip: tuple[str, int] | None) -> list[str]:
+    """The events of ``piece`` a resumed client has not seen."""
+    out = events(piece)
+    if skip is not None and piece.id == skip[0]:
+        return out[skip[1] :]
+    return out
+
+
+def _replay(pieces: Iterator[StreamPiece], skip: tuple[str, int] | None) -> Iterator[str]:
     try:
         for piece in pieces:
-            yield from events(piece)
+            yield from _skipped(piece, skip)
     except StreamFailedError as failed:
         if failed.reason.startswith(_STOPPED_REASONS):
             yield abort_event(failed.reason)
@@ -79,6 +114,7 @@ async def aresume_sse(
 ) -> AsyncIterator[str] | None:
     """The async form of :func:`resume_sse` (awaited: None when nothing is being streamed)."""
     runs_on, user_id = acting_as("aresume_sse()", store, user_id, AsyncStore, any_owner=True)
+    cursor, skip = resume_point(after)
     if stream_id is None:
         try:
             stream_id = await runs_on.active_stream(chat_id, user_id=user_id)
@@ -86,13 +122,15 @@ async def aresume_sse(
             return None
         if stream_id is None:
             return None
-    return _areplay(runs_on.read_stream(chat_id, stream_id, after=after, user_id=user_id))
+    return _areplay(runs_on.read_stream(chat_id, stream_id, after=cursor, user_id=user_id), skip)
 
 
-async def _areplay(pieces: AsyncIterator[StreamPiece]) -> AsyncIterator[str]:
+async def _areplay(
+    pieces: AsyncIterator[StreamPiece], skip: tuple[str, int] | None
+) -> AsyncIterator[str]:
     try:
         async for piece in pieces:
-            for event in events(piece):
+            for event in _skipped(piece, skip):
                 yield event
     except StreamFailedError as failed:
         if failed.reason.startswith(_STOPPED_REASONS):
@@ -103,12 +141,13 @@ async def _areplay(pieces: AsyncIterator[StreamPiece]) -> AsyncIterator[str]:
 
 
 def events(piece: StreamPiece) -> list[str]:
-    """The events of one piece: a chunk per line, the piece's id on its last event."""
+    """The events of one piece: a chunk per line, each with its id (see the module)."""
     lines = [line for line in piece.text.split("\n") if line]
-    out = [f"data: {line}\n\n" for line in lines]
-    if out:
-        out[-1] = f"id: {piece.id}\n{out[-1]}"
-    return out
+    last = len(lines) - 1
+    return [
+        f"id: {piece.id if index == last else f'{piece.id}:{index}'}\ndata: {line}\n\n"
+        for index, line in enumerate(lines)
+    ]
 
 
 def abort_event(reason: str) -> str:
