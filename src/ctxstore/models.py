@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Literal
 
 from typing_extensions import NotRequired, Self, TypedDict
 
+from ctxstore._base.owned import owned
 from ctxstore.errors import ConfigurationError
 from ctxstore.ui.parts import first_ui_message
 from ctxstore.ui.to_model import model_messages_of
@@ -417,11 +418,12 @@ class ResolveResult:
         """The messages as AI SDK UI messages, for a ``useChat`` frontend: UI messages as they
         were saved, chat-completions messages converted (:func:`ctxstore.ui.to_ui_messages`),
         each with its stored id; a message with versions (when the read asked: an engine whose
-        ``message_format`` is ``"ui"``) carries ``metadata["versions"] = {"index", "count"}``."""
+        ``message_format`` is ``"ui"``) carries ``metadata["versions"] = {"index", "count"}``.
+        Each access builds new messages: the caller's to change."""
         if self.stored is None:
-            return to_ui_messages(self.messages)
+            return owned(to_ui_messages(self.messages))
         payloads, ids = self.stored
-        shown = to_ui_messages(payloads, ids=ids())
+        shown = owned(to_ui_messages(payloads, ids=ids()))
         if not self.versions:
             return shown
         for position, message in enumerate(shown):

@@ -18,10 +18,11 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from ctxstore._base.owned import OwnedList
 from ctxstore.models import StoredMessage
 from ctxstore.settings import DEFAULT_CACHE_BYTES
 
@@ -37,8 +38,11 @@ class CachedChain:
 
     The chain is the first ``length`` items of ``shared_messages`` / ``shared_payloads``: lists
     that a later read of a longer chain through the same head extends in place (see
-    :meth:`ChainCache.extend`), so a warm read copies the chain once, for its caller, instead of
-    building new lists. Never hand those lists out: :meth:`messages` and :meth:`payloads` copy.
+    :meth:`ChainCache.extend`), so a warm read copies the chain's references once, for its
+    caller, instead of building new lists. Never hand those lists or their items out:
+    :meth:`messages` and :meth:`payloads` give the caller an
+    :class:`~ctxstore._base.owned.OwnedList`, whose items become the caller's own copies as they
+    are handed out; :meth:`read_only_messages` is for code of ctxstore's that only reads.
     """
 
     incarnation: str
@@ -54,12 +58,18 @@ class CachedChain:
     first_ui: int = -1
 
     def messages(self) -> list[StoredMessage]:
-        """The chain's messages, root first (a new list of the shared, read-only dicts)."""
-        return self.shared_messages[: self.length]
+        """The chain's messages, root first: the caller's (see :class:`OwnedList`)."""
+        return OwnedList.over(self.shared_messages, self.length)
 
-    def payloads(self) -> list[dict[str, Any]]:
-        """The chain's chat-message payloads, root first (a new list, shared dicts)."""
-        return self.shared_payloads[: self.length]
+    def payloads(self, then: Iterable[dict[str, Any]] = ()) -> list[dict[str, Any]]:
+        """The chain's chat-message payloads, root first, followed by ``then`` (the caller's
+        already): the caller's (see :class:`OwnedList`)."""
+        return OwnedList.over(self.shared_payloads, self.length, then)
+
+    def read_only_messages(self) -> list[StoredMessage]:
+        """The chain's messages as the cache holds them, for code that reads and never hands
+        them out nor changes them."""
+        return self.shared_messages[: self.length]
 
     def newest_first(self) -> Iterator[StoredMessage]:
         """The messages from the head back to the root, without copying the chain."""

@@ -144,18 +144,19 @@ class EngineCore:
         return result
 
     def resolved(self, chain: CachedChain, renderer: Renderer | None) -> ResolveResult:
-        """The prompt and the messages: the chain's payloads (shared with the process cache,
-        not copied: treat them as read-only), then copies of the pending messages. The newest
-        summary, when the read stopped at one, goes into the system prompt. UI messages reach
-        ``messages`` converted for the model; ``ui_messages`` is built from them when asked."""
+        """The prompt and the messages: the chain's payloads, then copies of the pending
+        messages, all the caller's (the chain's are copied from the process cache as they are
+        handed out, see :class:`~ctxstore._base.owned.OwnedList`). The newest summary, when the
+        read stopped at one, goes into the system prompt. UI messages reach ``messages``
+        converted for the model; ``ui_messages`` is built from them when asked."""
         summary = self.session.summary
         pending = self.prompt.pending
-        messages = chain.payloads() + self.prompt.pending_payloads()
+        messages = chain.payloads(self.prompt.pending_payloads())
         holds_ui = chain.first_ui >= 0 or any(is_ui_message(item.data) for item in pending)
         pending_ids = [item.id or f"pending-{n}" for n, item in enumerate(pending)]
 
         def ids() -> list[str]:  # only when ui_messages is read: no copy of the chain before
-            return [message["id"] for message in chain.messages()] + pending_ids
+            return [message["id"] for message in chain.read_only_messages()] + pending_ids
 
         system_prompt = self.prompt.system_prompt(renderer, summary)
         return ResolveResult.of(

@@ -24,7 +24,6 @@ ctxstore message ids.
 from __future__ import annotations
 
 import asyncio
-import copy
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
@@ -115,7 +114,7 @@ class BranchLog:
         """The payloads of the active branch, root first: all of them, or the newest ``limit``
         (none for ``limit`` <= 0). Copies: the caller may change them."""
         chain = yield from self._chain(limit)
-        return [] if chain is None else copy.deepcopy(chain.payloads())
+        return [] if chain is None else list(chain.payloads())
 
     def read_stored(self, limit: int | None = None) -> Operation[list[dict[str, Any]]]:
         """:meth:`read`'s messages as stored: each a dict with its ``message`` (the payload) and,
@@ -125,7 +124,7 @@ class BranchLog:
             return []
         return [
             {"message": item["message"], "metadata": item.get("metadata")}
-            for item in copy.deepcopy(chain.messages())
+            for item in chain.messages()
         ]
 
     def _chain(self, limit: int | None) -> Operation[Any]:
@@ -230,7 +229,7 @@ class BranchLog:
                     raise
                 continue  # another pop or append came first: read the newest again
             self._head = branch.head_message_id
-            return copy.deepcopy(popped["message"])
+            return popped["message"]  # the caller's: a copy (the chain's items are)
         return None  # not reached: the last attempt returns or raises
 
     def clear(self) -> Operation[bool]:
