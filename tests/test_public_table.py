@@ -76,7 +76,8 @@ def test_all_the_lazy_table_and_the_type_checking_imports_agree() -> None:
 
 
 def test_the_root_is_short() -> None:
-    assert 30 <= len(ctxstore.__all__) <= 40
+    # 41: ctxstore.preload() is called at a server's start, by name, from the root.
+    assert 30 <= len(ctxstore.__all__) <= 41
 
 
 @pytest.mark.parametrize("name", sorted(ctxstore.PUBLIC))

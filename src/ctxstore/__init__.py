@@ -65,6 +65,7 @@ PUBLIC: dict[str, str] = {
     "chat": "ctxstore.frontend",
     "achat": "ctxstore.frontend",
     "resume_sse": "ctxstore.frontend",
+    "preload": "ctxstore.frontend",
     # long conversations
     "ContextManager": "ctxstore.window",
     "Worker": "ctxstore.worker",
@@ -220,6 +221,7 @@ __all__ = [
     "connect_async",
     "hint",
     "message",
+    "preload",
     "resume_sse",
     "role",
     "user",
@@ -254,7 +256,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: every public name, importe
         StreamedTurn,
         Turn,
     )
-    from ctxstore.frontend import achat, chat, resume_sse
+    from ctxstore.frontend import achat, chat, preload, resume_sse
     from ctxstore.models import (
         AppendResult,
         BranchInfo,

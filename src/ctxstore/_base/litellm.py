@@ -8,6 +8,7 @@ map bundled in the package: closed networks and serverless cold starts never wai
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from typing import Any
 
@@ -24,6 +25,40 @@ def import_litellm() -> Any:
             "this needs litellm, which is not installed: pip install 'ctxstore[llm]'"
         ) from error
     return litellm
+
+
+#: The models litellm has counted a text for in this process (see :func:`warm_litellm`).
+_WARMED: set[str] = set()
+#: What litellm's first call for a model with no name known is warmed with.
+_DEFAULT_MODEL = "gpt-4o-mini"
+
+
+def warm_litellm(model: str | None = None) -> Any:
+    """litellm imported, and the tokenizer it counts ``model``'s tokens with loaded: its first
+    completion of a model computes the call's cost, which counts tokens, which reads that
+    tokenizer's tables (a quarter of a second), in the caller's thread. Warmed here, once a
+    model, so that an async caller can do it in a worker thread."""
+    litellm = import_litellm()
+    key = model or _DEFAULT_MODEL
+    if key not in _WARMED:
+        try:
+            litellm.token_counter(model=key, text="warm")
+        except Exception:  # a model litellm cannot count: its first call counts nothing either
+            pass
+        _WARMED.add(key)
+    return litellm
+
+
+async def aimport_litellm(model: str | None = None) -> Any:
+    """:func:`import_litellm` for async code (and :func:`warm_litellm` of ``model``): the
+    first import (seconds) and the tokenizer's tables load in a worker thread, so the event
+    loop serves other requests meanwhile."""
+    found = sys.modules.get("litellm")
+    if found is not None and (model or _DEFAULT_MODEL) in _WARMED:
+        return found
+    import asyncio
+
+    return await asyncio.to_thread(warm_litellm, model)
 
 
 def reply_text(response: Any) -> str:

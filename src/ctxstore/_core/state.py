@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from ctxstore._core.cache import ChainCache
 from ctxstore._core.durability import Durability
 from ctxstore._core.keys import Keyspace
-from ctxstore.messages.tokens import MessageCounter, message_counter
+from ctxstore.messages.tokens import MessageCounting, message_counter
 from ctxstore.settings import DEFAULT_CACHE_BYTES, Limits, Settings
 
 
@@ -165,7 +165,7 @@ class StoreState:
     #: Epoch milliseconds (the settings' clock, or the wall clock).
     clock: Callable[[], int] = wall_clock_ms
     #: Counts each message's tokens at save (the settings' token model or counter).
-    message_tokens: MessageCounter = field(default_factory=message_counter)
+    message_tokens: MessageCounting = field(default_factory=message_counter)
     #: Shared with the other stores of this server and keyspace.
     caches: ProcessCaches = field(default_factory=ProcessCaches)
     #: The size of the chain at the heads this store's appends left.

@@ -41,7 +41,8 @@ from ctxstore.engine.streamed import (
     StreamOptions,
 )
 from ctxstore.engine.turns import AsyncTurn, Turn
-from ctxstore.messages.tokens import TokenCounter
+from ctxstore._core.protocol import Operation
+from ctxstore.messages.tokens import TokenCounter, loaded
 from ctxstore.models import (
     BranchInfo,
     ChatMeta,
@@ -60,6 +61,7 @@ from ctxstore.window.manager import ContextManager
 from ctxstore.window.summarizer import asummarizing, summarizing
 
 StoreT = TypeVar("StoreT", Store, AsyncStore)
+T = TypeVar("T")
 
 
 class _EngineBase(Generic[StoreT]):
@@ -304,7 +306,14 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
                 return awaited(request)
             return summarize(request)
 
-        return aperformer(self._store.run, effect)
+        return aperformer(self._run, effect)
+
+    async def _run(self, operation: Operation[T]) -> T:
+        """Run an operation on the store, the engine's tokenizer loaded first: the operations
+        that count (a save, a budget, a size) count before their first round trip, and the
+        first load reads tiktoken's tables, which a worker thread does while the loop serves."""
+        await loaded(self._core.count_message)
+        return await self._store.run(operation)
 
     def set(self, *fragments: Fragment) -> AsyncContextEngine:
         """The async form of :meth:`ContextEngine.set`."""
@@ -337,7 +346,7 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
 
     async def save(self, *, request_id: str | None = None) -> SavedHead | None:
         """The async form of :meth:`ContextEngine.save`."""
-        return await self._store.run(self._core.save_op(request_id=request_id))
+        return await self._run(self._core.save_op(request_id=request_id))
 
     def turn(
         self,

@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar
 
 from typing_extensions import Self
 
-from ctxstore._base.litellm import import_litellm
+from ctxstore._base.litellm import aimport_litellm, import_litellm
 from ctxstore._base.plans import Plan
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.protocol import Operation
@@ -222,7 +222,8 @@ class AsyncStreamIO:
             await self._settle()
             return None
         if isinstance(step, OpenModel):
-            self._model_stream = await import_litellm().acompletion(**step.request)
+            litellm = await aimport_litellm(step.request.get("model"))
+            self._model_stream = await litellm.acompletion(**step.request)
             return None
         if isinstance(step, StartTitle):
             self._title = asyncio.ensure_future(

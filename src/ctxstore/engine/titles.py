@@ -18,7 +18,7 @@ import re
 from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
-from ctxstore._base.litellm import import_litellm, reply_text
+from ctxstore._base.litellm import aimport_litellm, import_litellm, reply_text
 from ctxstore.errors import ValidationError
 from ctxstore.messages.text import message_text
 from ctxstore.prompt.fragment import Fragment
@@ -109,7 +109,7 @@ async def agenerate_chat_title(
     if request is None:
         return fallback
     try:
-        call = acompletion if acompletion is not None else import_litellm().acompletion
+        call = acompletion or (await aimport_litellm(request.get("model"))).acompletion
         response = await call(**request)
     except Exception:
         logger.warning("chat title generation failed; using the static title", exc_info=True)

@@ -234,7 +234,7 @@ class AsyncChatStream(AsyncPlanReader[ChatPlan], _ChatStreamBase):
                 raise AssertionError(f"unknown step {request!r}")
             return handled
 
-        perform = aperformer(self._engine._store.run, effect)
+        perform = aperformer(self._engine._run, effect)
 
         async def guarded(step: Any) -> Any:
             if not plan.cleaning:

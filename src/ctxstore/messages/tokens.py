@@ -47,6 +47,7 @@ from ctxstore.ui.to_model import ui_model_messages
 
 __all__ = [
     "DEFAULT_ENCODING",
+    "MessageCounting",
     "REPLY_PRIMING_TOKENS",
     "TokenCounter",
     "count_tokens",
@@ -361,33 +362,64 @@ def _litellm_counter(model: str) -> TokenCounter:
 MessageCounter = Callable[[Mapping[str, Any]], int]
 
 
+class MessageCounting:
+    """A :data:`MessageCounter` whose tokenizer loads on the first count, not when it is made:
+    a store made at import time of a serverless handler pays nothing yet. ``load()`` loads it
+    ahead (an async caller does it in a worker thread: reading tiktoken's tables takes a few
+    hundred milliseconds, which must not stall an event loop); ``loaded`` says whether that is
+    done."""
+
+    __slots__ = ("_estimate", "_model", "_roles", "_texts")
+
+    def __init__(self, model: str | None, estimate_tokens: TokenCounter | None) -> None:
+        self._model = model
+        self._estimate = estimate_tokens
+        self._texts: TokenCounter | None = None
+        self._roles: dict[str, int] = {}  # a handful of roles, counted once each
+
+    @property
+    def loaded(self) -> bool:
+        return self._texts is not None
+
+    def load(self) -> None:
+        if self._texts is None:
+            self._texts = _text_counter(self._model, self._estimate)
+
+    def _role_tokens(self, role: str) -> int:
+        found = self._roles.get(role)
+        if found is None:
+            assert self._texts is not None
+            found = self._roles[role] = self._texts(role)
+            if len(self._roles) > 64:  # bounded: roles are caller strings
+                self._roles.clear()
+        return found
+
+    def __call__(self, message: Mapping[str, Any]) -> int:
+        if self._texts is None:
+            self.load()
+        assert self._texts is not None
+        return message_tokens(message, self._texts, self._role_tokens)
+
+
 def message_counter(
     model: str | None = None, estimate_tokens: TokenCounter | None = None
-) -> MessageCounter:
-    """A function counting one message's tokens for ``model``. The tokenizer loads on the first
-    count, not here: a store made at import time of a serverless handler pays nothing yet."""
+) -> MessageCounting:
+    """A function counting one message's tokens for ``model`` (see :class:`MessageCounting`)."""
     if estimate_tokens is not None and not callable(estimate_tokens):
         raise ValidationError(
             f"estimate_tokens must be a function of a text, got {estimate_tokens!r}"
         )
     if model is not None and not isinstance(model, str):
         raise ValidationError(f"model must be a model name or None, got {model!r}")
+    return MessageCounting(model, estimate_tokens)
 
-    texts: TokenCounter | None = None  # resolved on the first count (loads the tokenizer)
-    roles: dict[str, int] = {}  # a handful of roles, counted once each
 
-    def role_tokens(role: str) -> int:
-        found = roles.get(role)
-        if found is None:
-            found = roles[role] = texts(role) if texts is not None else 0
-            if len(roles) > 64:  # bounded: roles are caller strings
-                roles.clear()
-        return found
+async def loaded(*counters: object) -> None:
+    """Load, in a worker thread, the tokenizers of ``counters`` that are not loaded yet (those
+    that are not :class:`MessageCounting`, a caller's own functions, are left alone): what an
+    async path awaits before it counts, so the loop never waits on tiktoken's tables."""
+    for counter in counters:
+        if isinstance(counter, MessageCounting) and not counter.loaded:
+            import asyncio  # here: a sync process never loads it for this module
 
-    def count(message: Mapping[str, Any]) -> int:
-        nonlocal texts
-        if texts is None:
-            texts = _text_counter(model, estimate_tokens)
-        return message_tokens(message, texts, role_tokens)
-
-    return count
+            await asyncio.to_thread(counter.load)

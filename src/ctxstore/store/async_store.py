@@ -37,6 +37,7 @@ from ctxstore._core.protocol import Exchange, Operation, Outcome, WireCommand
 from ctxstore._core.server_checks import with_startup_checks
 from ctxstore._core.state import StoreState
 from ctxstore.errors import ConfigurationError
+from ctxstore.messages.tokens import loaded
 from ctxstore.models import (
     AppendResult,
     BranchChain,
@@ -135,6 +136,8 @@ class AsyncStore(StoreShell):
         loop = asyncio.get_running_loop()
         if loop is not self._loop:
             self._serve(loop)
+        if not self._state.message_tokens.loaded:  # an append counts before it sends
+            await loaded(self._state.message_tokens)
         if self._state.checks_due:
             operation = with_startup_checks(self._state, operation)
         exchange = Exchange(operation, self._state.durability)

@@ -31,7 +31,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ctxstore._base.litellm import import_litellm, reply_text
+from ctxstore._base.litellm import aimport_litellm, import_litellm, reply_text
 from ctxstore._base.plans import Effect, Plan, aperformer, arun_plan, performer, run_plan
 from ctxstore.errors import ConfigurationError, CtxStoreError
 from ctxstore.messages.summaries import CONTEXT_SUMMARY, is_context_summary
@@ -363,7 +363,7 @@ class LiteLLMSummarizer:
 
     async def asummarize(self, messages: Sequence[Mapping[str, Any]]) -> str:
         """The summary of ``messages``, through ``litellm.acompletion``."""
-        call = self._acompletion or import_litellm().acompletion
+        call = self._acompletion or (await aimport_litellm()).acompletion
 
         async def ask(request: ModelRequest) -> str:
             return _text(await call(**self._kwargs(request)))

@@ -44,7 +44,12 @@ from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
 from ctxstore._core.protocol import Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
-from ctxstore.errors import InvalidIdError, StreamFailedError, ValidationError
+from ctxstore.errors import (
+    BackendTimeoutError,
+    InvalidIdError,
+    StreamFailedError,
+    ValidationError,
+)
 from ctxstore.models import StreamPiece
 
 #: How long a closed stream stays readable by default, in seconds.
@@ -58,6 +63,8 @@ MAX_STREAMS: Final = 100
 MAX_WRITES: Final = 100_000
 #: How many entries of the chat's stream one read looks at.
 READ_COUNT: Final = 256
+#: Reads in a row whose reply is late (BackendTimeoutError) before a reader gives up.
+LATE_READS: Final = 3
 #: The longest a reader blocks in one XREAD, in milliseconds (less when the client's socket
 #: timeout is shorter: half of it).
 WAIT_MS: Final = 1000
@@ -272,8 +279,19 @@ def _reading(
     user_id: str | None,
     wait_ms: int,
 ) -> Plan[None]:
+    late = 0  # reads in a row whose reply came too late
     while True:
-        found: _Read = yield Run(_read_op(state, chat_id, stream_id, cursor, user_id))
+        try:
+            found: _Read = yield Run(_read_op(state, chat_id, stream_id, cursor, user_id))
+        except BackendTimeoutError:
+            # A reader is read-only: a reply late because this process was busy (an event
+            # loop held by other work past the socket's timeout) is asked again, not a failed
+            # answer; a server that stays silent still fails it after a few.
+            late += 1
+            if late >= LATE_READS:
+                raise
+            continue
+        late = 0
         for piece in found.pieces:
             yield Emit(piece)
         cursor = found.cursor
@@ -289,7 +307,10 @@ def _reading(
                 stream_id=stream_id,
             )
         if found.state == "live":
-            yield Run(_wait_op(state, chat_id, cursor, wait_ms))
+            try:
+                yield Run(_wait_op(state, chat_id, cursor, wait_ms))
+            except BackendTimeoutError:
+                pass  # the wait only says when to read again: read now
 
 
 def _read_op(
