@@ -31,7 +31,9 @@
 --         {LRANGE replies}, {ranges left}, next} (see chain_reply in lib/reads.lua), then the
 --         chain's tokens, the number of messages kept (the window's, else the chain length)
 --         and the tokens of those messages, the summary's position (-1: none) and member ("")
---         and the tokens of the summary plus every message after it. A read that does not
+--         and the tokens of the summary plus every message after it, then 1 when the chat has
+--         more than one run (it may have forks: messages with versions), else 0. A read that
+--         does not
 --         start at the root comes with one more record, the first kept message's parent, for
 --         its id.
 -- Errors: NOT_FOUND (chat, branch, head message), CORRUPT, LIMIT (chain longer than max_depth),
@@ -137,5 +139,8 @@ return run(function()
   reply[#reply + 1] = summary_pos
   reply[#reply + 1] = summary_member
   reply[#reply + 1] = summary_tok + chain_tokens - before
+  -- A chat of one run has no fork: every message is the only child of its parent, so no
+  -- message has versions and a reader needs no second look (chain_versions.lua).
+  reply[#reply + 1] = redis.call('ZCARD', KEYS[4]) > 1 and 1 or 0
   return {name, raw_branch, active, inc, unpack(reply)}
 end)

@@ -24,7 +24,8 @@
 -- ARGV[12] ttl       the retention (milliseconds, "" for none) of a chat this call creates
 -- ARGV[13] set_ttl   "1" to give an existing chat that retention too (a write: it slides)
 -- ARGV[14..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
--- Reply: {created (0|1), flat HGETALL of the chat hash, active branch, its record,
+-- Reply: {created (0|1), flat HGETALL of the chat hash, active branch, its record, 1 when the
+--         chat has more than one run (it may have forks: messages with versions) else 0,
 --         then the chain read of get_chain.lua when load is "1" (head, length, base, covered,
 --         records, left, next), else nothing more}
 -- Errors: TAKEN when another user owns the chat (nothing is written or read), CORRUPT
@@ -114,7 +115,8 @@ return run(function()
   if wrote then
     slide_expiry(ttl, retained)  -- again: the keys this call created have it too
   end
-  local reply = {created, redis.call('HGETALL', chat), active, format_branch(record)}
+  local reply = {created, redis.call('HGETALL', chat), active, format_branch(record),
+                 redis.call('ZCARD', KEYS[3]) > 1 and 1 or 0}
   if load == '1' then
     local chain = chain_reply(KEYS[3], KEYS[2], record.pos, record.depth, tonumber(ARGV[5]),
                               known_position(KEYS[2], ARGV[6], ARGV[7], ARGV[9], inc),

@@ -121,8 +121,8 @@ async def messages(request: Request) -> Response:
         await user_store(request).get_chat(chat_id)
     except ctxstore.NotFoundError:
         return JSONResponse({"error": "no such chat"}, status_code=404)
-    # message_format="ui": each message with versions says which it is ("< 2/3 >")
-    context = await engine_for(request, chat_id, message_format="ui").resolve()
+    # each message with versions says which it is ("< 2/3 >")
+    context = await engine_for(request, chat_id).resolve()
     return JSONResponse(context.ui_messages)
 
 

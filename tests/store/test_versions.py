@@ -142,5 +142,63 @@ def test_a_ui_engine_shows_the_versions_of_its_chain(make_engine: Any, backend: 
         None,
         {"index": 0, "count": 3},
     ]
-    plain = make_engine()  # a model-format engine does not ask
-    assert all("metadata" not in m for m in plain.resolve().ui_messages)
+    plain = make_engine()  # an engine of any format shows them (on main, active now)
+    assert [m.get("metadata", {}).get("versions") for m in plain.resolve().ui_messages] == [
+        None,
+        {"index": 0, "count": 3},
+    ]
+
+
+def test_every_engine_shows_versions_with_no_round_trip_more_for_a_chat_without_forks(
+    make_engine: Any, backend: str
+) -> None:
+    """A default engine (no message_format): a chat without forks (one run) reads in one round
+    trip and shows no versions; a chat with forks costs the engine's first read one more round
+    trip (the versions' script), then the script shares the read's round trip."""
+    store = make_engine.store
+    store.upsert_chat("c1", "alice")
+    store.append(
+        "c1",
+        "main",
+        [{"role": "user", "content": "q"}, {"role": "assistant", "content": "one"}],
+        expected_head=None,
+    )
+    warm = make_engine()  # the scripts are loaded once per server
+    warm.resolve()
+    warm.resolve()
+    cluster = backend.startswith("redis+cluster")
+    linear = make_engine()
+    with trace_wire() as wire:
+        shown = linear.resolve().ui_messages
+    assert all("versions" not in (m.get("metadata") or {}) for m in shown)
+    assert cluster or wire.round_trips == 1
+    with trace_wire() as wire:
+        linear.resolve()
+    assert cluster or (wire.round_trips, wire.script_calls) == (1, 1)
+    head = store.get_branch("c1").head_message_id
+    first = store.get_chain("c1", head)[0]["id"]
+    store.create_branch("c1", first)  # main-v2 from the question, activated
+    store.append(
+        "c1", None, [{"role": "assistant", "content": "two"}], expected_head=first
+    )  # a regenerated answer: the question has two children
+    warm.resolve()  # (loads the versions' script)
+    forked = make_engine()
+    with trace_wire() as wire:
+        shown = forked.resolve().ui_messages
+    assert [(m.get("metadata") or {}).get("versions") for m in shown] == [
+        None,
+        {"index": 1, "count": 2},
+    ]
+    assert cluster or wire.round_trips == 2  # the open with the read, then the versions
+    with trace_wire() as wire:
+        again = forked.resolve().ui_messages
+    assert again == shown
+    assert cluster or (wire.round_trips, wire.script_calls) == (1, 2)  # one trip, two scripts
+    with trace_wire() as wire:  # the engine that read it linear learns of the forks
+        assert [
+            (m.get("metadata") or {}).get("versions") for m in linear.resolve().ui_messages
+        ] == [
+            None,
+            {"index": 0, "count": 2},  # it stays on main: the first answer
+        ]
+    assert cluster or wire.round_trips == 2

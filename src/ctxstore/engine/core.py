@@ -17,6 +17,7 @@ merged once, the active branch loaded) in the same script as its own work where 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from dataclasses import replace
 from typing import Any, TypeVar, get_args
 
 from ctxstore._base.ids import check_key_id, check_name
@@ -170,7 +171,7 @@ class EngineCore:
 
         ``whole=False``: load it only when the chat has no summary (None otherwise: the caller
         reads from the newest summary on)."""
-        opened, chain = yield from opening.open_chat_op(
+        opened, chain, forked = yield from opening.open_chat_op(
             self._state,
             self.session.chat_id,
             self.session.user_id,
@@ -180,10 +181,23 @@ class EngineCore:
         )
         self._initial_metadata = None
         self.session.opened_chat(opened.chat, opened.branch)
+        self.session.forked = forked
         if chain is None:
             return EMPTY_CHAIN if not load else None
-        self.session.read_chain(opened.branch, chain, None, self.session.context_tokens)
+        found = yield from self._versions_if_forked(forked)
+        self.session.read_chain(opened.branch, chain, None, self.session.context_tokens, found)
         return chain
+
+    def _versions_if_forked(self, forked: bool) -> Operation[dict[str, tuple[int, int]] | None]:
+        """The versions on the branch's chain, in a round trip of their own, when the chat
+        may have forks and the read did not ask for them (an engine's first read of it): a
+        chat without forks has none, and costs nothing more."""
+        if not forked:
+            return None
+        found: dict[str, tuple[int, int]] = yield versions.chain_versions_call(
+            self._state, self.chat_id, self.session.branch, **self._scope
+        )
+        return found
 
     def ensure_open(self) -> Operation[None]:
         if not self.session.opened:
@@ -213,9 +227,11 @@ class EngineCore:
         window = reads.Window(
             max_tokens=budget.tokens, max_messages=budget.messages, after_summary=not full
         )
-        versions = self.message_format == "ui"  # a chat UI shows "< 2/3 >": one script more
+        # A UI shows "< 2/3 >" beside a message with versions: a chat that may have forks sends
+        # the versions' script beside the read (one round trip); one without has none.
+        with_versions = self.message_format == "ui" or self.session.forked
         # a manager needs the stored size, versions their own script: the read does both
-        plain = not window.cuts and self.manager is None and not versions
+        plain = not window.cuts and self.manager is None and not with_versions
         if not self.session.opened:
             opened = yield from self.open_op(load=plain, whole=full)
             if opened is not None and plain:
@@ -225,10 +241,13 @@ class EngineCore:
             self.chat_id,
             self.session.branch,
             window=window,
-            versions=versions,
+            versions=with_versions,
             **self._scope,
         )
         summary = reads.branch_summary(self._state, self.chat_id, reply)
+        self.session.forked = reply.forked
+        if reply.versions is None and reply.forked:
+            reply = replace(reply, versions=(yield from self._versions_if_forked(True)))
         if budget.over(reply.kept_tokens + (summary["tokens"] if summary is not None else 0)):
             chain = EMPTY_CHAIN  # the newest stored message alone did not fit beside the pending
         self.session.read_chain(info, chain, summary, reply.context_tokens, reply.versions)

@@ -41,6 +41,9 @@ class ChatSession:
         self.head: str | None = None
         #: The last read's messages that have versions (id -> (rank, count)), when it asked.
         self.versions: dict[str, tuple[int, int]] | None = None
+        #: Whether the chat may have forks (its last read said so): then reads ask for the
+        #: versions in the same round trip; a chat without forks has none to ask for.
+        self.forked = False
         #: The newest message this engine saved on its branch (None before its first save and
         #: after it moved to another branch).
         self.anchor: str | None = None

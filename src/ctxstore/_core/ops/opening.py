@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from ctxstore._base.ids import check_key_id
@@ -43,7 +44,7 @@ def open_chat_op(
     max_depth: int | None = None,
     unless_summarized: bool = False,
     ttl: TTL | StoreDefault = STORE_DEFAULT,
-) -> Operation[tuple[OpenedChat, CachedChain | None]]:
+) -> Operation[tuple[OpenedChat, CachedChain | None, bool]]:
     """Create the chat if missing, else check the owner; merge metadata; read the active branch.
 
     One script: opening an existing chat is one round trip, with its conversation when
@@ -53,7 +54,8 @@ def open_chat_op(
     ``unless_summarized`` as well, no chain (None) when the chat has summaries, for a reader
     that starts after the newest one. ``ttl``: the retention of a chat this call creates (the
     store's by default); given, it is set on an existing chat too (see
-    :mod:`ctxstore._core.ops.retention`).
+    :mod:`ctxstore._core.ops.retention`). Last, whether the chat may have forks (more than one
+    run): without, none of its messages has versions.
     """
     chat = state.keyspace.chat(chat_id)
     check_key_id(user_id, "user_id")
@@ -62,7 +64,7 @@ def open_chat_op(
     retention = ttl_ms(ttl) if not isinstance(ttl, StoreDefault) else state.default_ttl_ms
     script = load_script("open_chat")
     cached = state.cache.lookup(chat_id, ACTIVE_BRANCH_KEY) if load else None
-    created, meta, info, chain_reply = yield script_call(
+    created, meta, info, chain_reply, forked = yield script_call(
         script,
         keys_for(script, chat),
         (
@@ -97,15 +99,16 @@ def open_chat_op(
         branch=info,
         messages=chain.messages() if chain is not None else [],
     )
-    return opened, chain
+    return opened, chain, forked
 
 
 def _parse(chat_id: str, chat_key: str, branch_key: str, reply: Sequence[Any]) -> Any:
-    created, flat, active, raw_branch, *chain = reply
+    created, flat, active, raw_branch, forked, *chain = reply
     meta = chat_meta(chat_id, chat_key, flat)
     active = field_text(active, chat_key, "active_branch")
     info, _seq = branch_info(active, raw_branch, active=active, key=branch_key)
-    return bool(created), meta, info, parse_chain_reply(chain) if chain else None
+    chain_reply = replace(parse_chain_reply(chain), forked=bool(forked)) if chain else None
+    return bool(created), meta, info, chain_reply, bool(forked)
 
 
 def open_chat(
@@ -119,7 +122,7 @@ def open_chat(
     ttl: TTL | StoreDefault = STORE_DEFAULT,
 ) -> Operation[OpenedChat]:
     """Create the chat if missing, else check the owner; merge metadata; read the active branch."""
-    opened, _chain = yield from open_chat_op(
+    opened, _chain, _forked = yield from open_chat_op(
         state, chat_id, user_id, metadata, load=load, max_depth=max_depth, ttl=ttl
     )
     return opened

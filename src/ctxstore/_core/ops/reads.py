@@ -556,15 +556,20 @@ class ChainReply:
     context_tokens: int = -1
     #: The chain's messages that have versions, when the read asked (see ``ops.versions``).
     versions: dict[str, tuple[int, int]] | None = None
+    #: Whether the chat may have forks (more than one run): without, no message has versions.
+    forked: bool = True
 
 
 def parse_chain_reply(reply: Sequence[Any]) -> ChainReply:
     head, length, base, covered, parts, left, next_position, *sizes = reply
     tokens, kept, kept_tokens = (int(value) for value in sizes[:3]) if sizes else (-1, -1, -1)
     summary_position, summary, context_tokens = -1, None, tokens
+    forked = True
     if len(sizes) > 3:
         summary_position, context_tokens = int(sizes[3]), int(sizes[5])
         summary = sizes[4] if summary_position >= 0 else None
+    if len(sizes) > 6:
+        forked = bool(int(sizes[6]))
     return ChainReply(
         int(head),
         int(length),
@@ -578,4 +583,5 @@ def parse_chain_reply(reply: Sequence[Any]) -> ChainReply:
         summary_position,
         summary,
         context_tokens,
+        forked=forked,
     )
