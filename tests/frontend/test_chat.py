@@ -96,6 +96,44 @@ def test_a_plain_answer_streams_the_protocol_and_saves_what_the_client_builds(
     assert model.requests[0]["messages"] == [{"role": "user", "content": "Hi!"}]
 
 
+@pytest.mark.parametrize(
+    ("model_name", "manager", "window", "source"),
+    [
+        ("gpt-4o-mini", None, 128_000, "model"),
+        ("no-such-model", None, 128_000, "default"),
+        ("gpt-4o-mini", 20_000, 20_000, "max_tokens"),
+    ],
+)
+def test_the_usage_ratio_is_streamed_and_stored_with_the_tokens(
+    make_engine: Any,
+    model: ScriptedModel,
+    model_name: str,
+    manager: int | None,
+    window: int,
+    source: str,
+) -> None:
+    """As the seed's getMessageMetadata: the cumulative tokens and how full the window is (its
+    ContextManager's max_tokens, else the model's window, else the default), 0 to 1."""
+    model.answers = [["Hello there, friend."]]
+    options = (
+        {} if manager is None else {"context_manager": ctxstore.ContextManager(max_tokens=manager)}
+    )
+    stream = start_chat(make_engine(**options), [ui_user("u1", "Hi!")], model=model_name)
+    chunks = collect(stream)
+    [metadata] = [c["messageMetadata"] for c in chunks if c["type"] == "message-metadata"]
+    context = metadata["ctxstore"]["context"]
+    assert context["max_tokens"] == window
+    assert context["max_tokens_source"] == source
+    assert context["estimated_context_size"] == 14  # the call's input and output
+    reserve = (
+        ctxstore.ContextManager(max_tokens=manager) if manager else ctxstore.ContextManager()
+    ).response_reserve
+    assert context["usage_ratio"] == pytest.approx(min(1.0, (14 + reserve) / window))
+    assert 0 <= context["usage_ratio"] <= 1
+    saved = stored(make_engine.store)[-1]
+    assert saved["metadata"]["ctxstore"]["context"] == context
+
+
 def test_tools_run_in_a_loop_in_parallel_and_a_failing_tool_is_an_output_error(
     make_engine: Any, model: ScriptedModel
 ) -> None:

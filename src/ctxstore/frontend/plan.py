@@ -66,6 +66,7 @@ from ctxstore.messages.usage import normalize_usage
 from ctxstore.models import ResolveResult, SavedHead
 from ctxstore.prompt.messages import assistant, user
 from ctxstore.ui.to_model import model_messages_of
+from ctxstore.window.manager import ContextManager
 
 __all__ = ["DEFAULT_ERROR_TEXT", "ChatPlan", "RunTools", "ToolRun"]
 
@@ -354,9 +355,7 @@ class ChatPlan:
             metadata["usage"] = usage
             totals = yield Run(engine.track_usage_op(usage))
             metadata["chat_usage"] = totals
-            if engine.manager is not None:
-                engine.manager.record_usage(self._usage[-1])
-                metadata["context"] = engine.manager.get_message_metadata()
+        metadata["context"] = self._context_metadata()
         finish_metadata = merge_metadata(
             self._caller_metadata({"type": "finish", "usage": usage}),
             request.final_assistant_metadata,
@@ -382,6 +381,26 @@ class ChatPlan:
             yield Emit(chunk)
         yield from self._close(done=True)
         self.state = "done"
+
+    def _context_metadata(self) -> dict[str, Any]:
+        """How full the window is after this answer, as a ``ContextManager`` says it
+        (``usage_ratio``, 0 to 1, and what it comes from): the engine's manager's, else one for
+        the answer's model (its window from litellm's map, or the default one; ``max_tokens_source``
+        says which). The context is the last model call's input and output as the provider
+        counted them, else what was sent and the answer, counted here."""
+        engine = self._engine
+        manager = engine.manager
+        if manager is None:
+            manager = ContextManager(model=self._request.model)
+            if not self._usage:
+                sent = self._context + model_messages_of(self._builder.message)
+                manager.should_summarize(sent)  # counts them as its context
+        if self._usage:
+            manager.record_usage(self._usage[-1])
+        state = manager.get_state()
+        shown = manager.get_message_metadata()
+        shown["max_tokens_source"] = state["max_tokens_source"]
+        return shown
 
     def _save(self, answer: dict[str, Any] | None) -> Plan[None]:
         """Save ``answer`` (a UI message; None: none) with whatever is pending (nothing, once
