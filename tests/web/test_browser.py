@@ -19,6 +19,7 @@ import ctxstore
 import ctxstore.web
 from ctxstore import user
 from ctxstore._core.ops.graph_window import graph_window
+from ctxstore.web.application import PAGE_RADIUS
 from tests.support.browser import Browser, browser, require_chromium
 from tests.web.conftest import USER, seed, serving
 
@@ -67,13 +68,16 @@ def test_the_chats_and_chat_pages_in_a_browser(
 
     page.click("tr.chat-row a")
     page.wait_for("document.querySelector('svg.graph') !== null")
-    head = store.run(graph_window(store.state, "trip"))
+    head = store.run(graph_window(store.state, "trip", radius=PAGE_RADIUS))
     assert page.evaluate("document.querySelectorAll('svg.graph g.node').length") == len(head.nodes)
-    # Earlier: the window that holds the three branches' forks, the checkpoint and the summary.
+    # A narrower window (radius=6) around the head, then earlier: the window that holds the
+    # three branches' forks, the checkpoint and the summary.
+    page.goto(site + "/chat?id=trip&radius=6")
+    page.wait_for("document.querySelector('#earlier') !== null")
     page.click("#earlier")
     page.wait_for("new URLSearchParams(location.search).get('around') !== null")
     around = page.evaluate("new URLSearchParams(location.search).get('around')")
-    window = store.run(graph_window(store.state, "trip", around=around))
+    window = store.run(graph_window(store.state, "trip", around=around, radius=6))
     assert {branch.name for branch in window.branches} == {"main-v2", "main-v3"}  # heads drawn
     assert window.lanes == 3
     drawn = {node.id for node in window.nodes}
@@ -135,3 +139,63 @@ def test_the_live_page_shows_an_answer_as_it_streams(
     page.screenshot(artifacts() / "live.png")
     saved = store.load_branch("trip").messages[-1]["message"]
     assert saved["content"] == ANSWER
+
+
+@pytest.fixture
+def long_chat() -> Iterator[ctxstore.store.AdminStore]:
+    """``long``: 2,000 messages on main, a branch made at the 5th (two messages of its own), a
+    checkpoint at the 8th and a summary through the 20th: all far from the newest message."""
+    opened = ctxstore.connect("memory://", namespace="travel").admin()
+    opened.upsert_chat("long", USER)
+    main = opened.append(
+        "long",
+        "main",
+        [{"role": "user", "content": f"message {i}"} for i in range(2_000)],
+        expected_head=None,
+    ).message_ids
+    early = opened.create_branch("long", main[4], activate=False, name="early-idea")
+    opened.append(
+        "long",
+        early.name,
+        [{"role": "user", "content": "another path"}, {"role": "user", "content": "and on"}],
+        expected_head=main[4],
+    )
+    opened.upsert_checkpoint("long", "kickoff", main[7])
+    opened.write_summary("long", main[19], "The first twenty messages.", tokens=6)
+    yield opened
+    opened.close()
+
+
+def test_the_chat_page_shows_the_whole_shape_of_a_long_chat(
+    page: Browser, long_chat: ctxstore.store.AdminStore
+) -> None:
+    """50 messages drawn or more by default, and above the graph every branch, checkpoint and
+    summary, each a link that opens the window centred on it."""
+    with serving(ctxstore.web.app(long_chat)) as base:
+        page.goto(base + "/n/travel/chat?id=long")
+        page.wait_for("document.querySelector('svg.graph') !== null")
+        assert page.evaluate("document.querySelectorAll('svg.graph g.node').length") >= 50
+        listed = page.evaluate(
+            "[...document.querySelectorAll('#branches li, #checkpoints li, #summaries li')]"
+            ".map(li => li.innerText)"
+        )
+        assert any("early-idea" in line and "7 messages" in line for line in listed)
+        assert any(line.startswith("main") and "active" in line for line in listed)
+        assert any("kickoff" in line for line in listed)
+        assert any("through" in line for line in listed)
+        labels = "[...document.querySelectorAll('svg.graph text')].map(t => t.textContent)"
+        assert "⎇ early-idea" not in page.evaluate(labels)  # far from the active head
+        page.click("#branches li:nth-child(2) a")
+        page.wait_for("new URLSearchParams(location.search).get('around') !== null")
+        assert "⎇ early-idea" in page.evaluate(labels)  # the window centred on its head
+        page.goto(base + "/n/travel/chat?id=long")
+        page.wait_for("document.querySelector('#checkpoints a') !== null")
+        page.click("#checkpoints a")
+        page.wait_for("new URLSearchParams(location.search).get('around') !== null")
+        assert "⚑ kickoff" in page.evaluate(labels)
+        page.goto(base + "/n/travel/chat?id=long")
+        page.wait_for("document.querySelector('#summaries a') !== null")
+        page.click("#summaries a")
+        page.wait_for("new URLSearchParams(location.search).get('around') !== null")
+        assert page.evaluate("document.querySelectorAll('svg.graph g.summary').length") == 1
+        page.screenshot(artifacts() / "long-chat.png")

@@ -14,6 +14,9 @@ import ctxstore
 import ctxstore.web
 from ctxstore._core.ops.graph_window import graph_window
 from ctxstore.models import CompactionTrigger
+from ctxstore.web.application import PAGE_RADIUS
+from ctxstore.web.marks import SHOWN
+from tests.support.wire import trace_wire
 from tests.web.conftest import USER, Seeded
 
 
@@ -82,7 +85,7 @@ def test_badges_show_a_stream_a_lease_and_a_pending_job(seeded: Seeded) -> None:
 
 
 def test_the_chat_page_draws_the_window_as_svg(client: TestClient, seeded: Seeded) -> None:
-    head = seeded.store.run(graph_window(seeded.store.state, "trip"))
+    head = seeded.store.run(graph_window(seeded.store.state, "trip", radius=PAGE_RADIUS))
     assert head.center_id == seeded.v3[-1]  # by default, the active branch's head
     default = page(client, seeded, "chat", id="trip").text
     assert re.findall(r'<g class="node[^"]*" data-id="([^"]+)"', default) == [
@@ -90,7 +93,9 @@ def test_the_chat_page_draws_the_window_as_svg(client: TestClient, seeded: Seede
     ]
     # around main's 16th message: the forks of main-v2 and main-v3, the checkpoint, the summary
     html = page(client, seeded, "chat", id="trip", around=seeded.main[15]).text
-    window = seeded.store.run(graph_window(seeded.store.state, "trip", around=seeded.main[15]))
+    window = seeded.store.run(
+        graph_window(seeded.store.state, "trip", around=seeded.main[15], radius=PAGE_RADIUS)
+    )
     assert window.lanes == 3
     nodes = re.findall(r'<g class="node[^"]*" data-id="([^"]+)"', html)
     assert nodes == [node.id for node in window.nodes]
@@ -287,3 +292,32 @@ def test_the_workers_page_shows_dead_letters_with_their_last_error(seeded: Seede
         html = page(client, seeded, "workers").text
     table = html[html.index('id="dead-letters"') :]
     assert "<td>trip</td><td>RateLimitError: &lt;slow down&gt;</td>" in table
+
+
+def test_the_chat_page_lists_every_branch_checkpoint_and_summary_in_its_one_round_trip(
+    client: TestClient, seeded: Seeded
+) -> None:
+    page(client, seeded, "chat", id="trip")  # the scripts are loaded once per server
+    with trace_wire() as wire:
+        html = page(client, seeded, "chat", id="trip").text
+    assert wire.round_trips == 1  # the graph window and the lists, together
+    branches = re.findall(r'<li class="branch[^"]*"><a href="([^"]+)">([^<]+)</a>', html)
+    assert [name for _href, name in branches] == ["main", "main-v2", "main-v3"]
+    assert all("around=" in href for href, _name in branches)
+    assert re.search(r'<li class="branch active"><a [^>]+>main-v3</a>', html)
+    assert "before-booking" in html.split('id="checkpoints"')[1].split("</ul>")[0]
+    assert seeded.main[11] in html.split('id="summaries"')[1].split("</ul>")[0]
+    centred = page(client, seeded, "chat", id="trip", around=seeded.v2[-1]).text
+    assert "⎇ main-v2" in centred  # a branch's link opens the window centred on its head
+
+
+def test_a_chat_of_many_branches_lists_the_first_few_hundred_and_counts_them(
+    client: TestClient, seeded: Seeded
+) -> None:
+    store = seeded.store
+    for _ in range(SHOWN + 47):
+        store.create_branch("trip", seeded.main[3], activate=False)
+    html = page(client, seeded, "chat", id="trip").text
+    listed = html.split('id="branches"')[1].split("</ul>")[0]
+    assert listed.count('<li class="branch') == SHOWN
+    assert f"{SHOWN + 50} branches (the first {SHOWN} listed)" in html

@@ -30,7 +30,7 @@ from starlette.routing import Route
 from ctxstore._core.format.portable import dumps_line
 from ctxstore._core.ops import reads
 from ctxstore._core.ops.chats import get_chat
-from ctxstore._core.ops.graph_window import DEFAULT_RADIUS, graph_window
+from ctxstore._core.ops.graph_window import graph_window
 from ctxstore._core.ops.streams import active_stream
 from ctxstore._core.ops.versions import message_versions
 from ctxstore._core.protocol import together
@@ -39,8 +39,14 @@ from ctxstore.store.async_store import AsyncStore
 from ctxstore.store.sync_store import Store
 from ctxstore.web import reading, svg, tools
 from ctxstore.web.access import TokenGate
+from ctxstore.web.marks import chat_marks
 from ctxstore.web.tenants import Tenants, UnknownNamespaceError
 from ctxstore.web.workers import workers_view
+
+#: The depths on each side of the message the chat page centres on: at the newest message of
+#: a long chat, the page draws the last 51 messages (a radius query parameter narrows or widens
+#: it, up to 500).
+PAGE_RADIUS = 50
 
 _TEMPLATES = Environment(
     loader=FileSystemLoader(Path(__file__).with_name("templates")),
@@ -186,8 +192,26 @@ class Console:
         chat_id = self._chat_id(request)
         state = self.tenants.store(label).state
         around = request.query_params.get("around") or None
-        radius = _int(request.query_params.get("radius"), DEFAULT_RADIUS, 1, 500)
-        window = await self._run(label, graph_window(state, chat_id, around=around, radius=radius))
+        radius = _int(request.query_params.get("radius"), PAGE_RADIUS, 1, 500)
+        kept_radius = radius if radius != PAGE_RADIUS else ""  # the page's links keep it
+        window, marks = await self._run(
+            label,
+            together(
+                [
+                    graph_window(state, chat_id, around=around, radius=radius),
+                    chat_marks(state, chat_id),
+                ]
+            ),
+        )
+        for outcome in (window, marks):
+            if isinstance(outcome, (ChatNotFoundError, NotFoundError, ValidationError)):
+                raise HTTPException(404, str(outcome))
+            if isinstance(outcome, CtxStoreError):
+                raise outcome
+
+        def centred(message_id: str | None) -> str:
+            return _url(label, "chat", id=chat_id, around=message_id or "")
+
         selected = request.query_params.get("message") or None
 
         def link(message_id: str) -> str:
@@ -197,7 +221,7 @@ class Console:
                 id=chat_id,
                 around=around or "",
                 message=message_id,
-                radius=radius if radius != DEFAULT_RADIUS else "",
+                radius=kept_radius,
             )
 
         panel = None
@@ -208,10 +232,10 @@ class Console:
         earlier = later = None
         if window.has_earlier and nodes:
             first = min(nodes, key=lambda n: (n.depth, not n.on_active_branch))
-            earlier = _url(label, "chat", id=chat_id, around=first.id)
+            earlier = _url(label, "chat", id=chat_id, around=first.id, radius=kept_radius)
         if window.has_later and nodes:
             last = max(nodes, key=lambda n: (n.depth, n.on_active_branch))
-            later = _url(label, "chat", id=chat_id, around=last.id)
+            later = _url(label, "chat", id=chat_id, around=last.id, radius=kept_radius)
         return self._render(
             "chat.html",
             request,
@@ -224,6 +248,8 @@ class Console:
             center=center,
             earlier=earlier,
             later=later,
+            marks=marks,
+            centred=centred,
         )
 
     async def message(self, request: Request) -> Response:
