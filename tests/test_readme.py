@@ -16,7 +16,7 @@ CI_RUN = pages.ROOT / ".ci" / "run"
 
 def test_readme_has_the_store_and_engine_examples() -> None:
     blocks = [block.code for block in pages.python_blocks(README)]
-    assert any("store.append(" in block for block in blocks)
+    assert any(".append(" in block and "for_user(" in block for block in blocks)
     assert any("engine.rewind(" in block and "litellm.completion" in block for block in blocks)
 
 
