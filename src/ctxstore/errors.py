@@ -26,7 +26,7 @@ The tree::
     │   ├── HeadConflictError, EmptyBranchError, MessageExistsError, BranchExistsError
     │   ├── ChatBusyError, LeaseLostError
     ├── StreamFailedError
-    ├── PermissionDeniedError          what a scoped handle may not do
+    ├── PermissionDeniedError          what a user's handle may not do
     ├── CorruptionError
     ├── LimitExceededError
     └── BackendError

@@ -15,10 +15,10 @@ from typing import Any
 import pytest
 
 import ctxstore
-from ctxstore import NewMessage
 from ctxstore.errors import ConfigurationError, PermissionDeniedError, ScopeError
 from ctxstore.store import AsyncAdminStore, AsyncStore, AsyncUserStore, Store, UserStore
 from tests.conftest import SHELLS, Clock
+from tests.store.conftest import seed_chat
 from tests.support.facade import LoopThread, SyncOverAsync
 from tests.support.wire import trace_wire
 
@@ -76,17 +76,7 @@ def plain(
         store = SyncOverAsync(
             ctxstore.connect_async(backend, namespace=namespace, clock=clock), loop_thread
         )
-    store.upsert_chat("c1", "alice")
-    store.append(
-        "c1",
-        "main",
-        [
-            NewMessage({"role": "user", "content": "a"}, id="m1"),
-            NewMessage({"role": "assistant", "content": "b"}, id="m2"),
-        ],
-        expected_head=None,
-        user_id="alice",
-    )
+    seed_chat(store.admin())
     store.upsert_checkpoint("c1", "cp", "m1", user_id="alice")
     yield store
     if request.param == "sync":

@@ -8,9 +8,9 @@ holds and the incarnation it was read from; the script answers with only what fo
 position when the chain still passes through it, and with the whole chain otherwise (another
 branch, a rewind, a chat deleted and re-created: a new incarnation never matches an old entry).
 
-Entries share the message dicts they have in common, and readers get those very dicts: messages
-returned by reads are shared with the cache and must be treated as read-only (copy before
-changing one). The cache is bounded by an estimate of the bytes it keeps alive; the least
+Entries share the message dicts they have in common; readers never get those dicts: a read's
+chain is an :class:`~ctxstore._base.owned.OwnedList` over them, whose items are copied as they
+are handed out, so what a caller changes is its own. The cache is bounded by an estimate of the bytes it keeps alive; the least
 recently used chains go first. Stores made from the same URL in one process share one cache.
 """
 

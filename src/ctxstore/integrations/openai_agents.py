@@ -32,8 +32,8 @@ them (messages, ``function_call``, ``function_call_output``, ``reasoning``, ...)
   closed and the session ends (later calls raise :class:`SessionClosedError`); a store passed
   in is the caller's, and ``close()`` changes nothing.
 
-``store=`` takes a :class:`~ctxstore.store.Store` or an :class:`~ctxstore.store.AsyncStore`
-(``url=`` instead opens a sync store, which serves any event loop, as ``Runner.run_sync``'s
+``store=`` takes a user's handle (``store.for_user(user_id)``: the user is the handle's), or a
+:class:`~ctxstore.store.Store` or an :class:`~ctxstore.store.AsyncStore` with ``user_id=`` (``url=`` instead opens a sync store, which serves any event loop, as ``Runner.run_sync``'s
 needs). On a sync store each call runs in a worker thread (``asyncio.to_thread``).
 """
 

@@ -37,7 +37,9 @@ def app(
 ) -> Any:
     """The console as an ASGI app, to serve with any ASGI server or mount in your own app.
 
-    ``store_or_url``: a ``Store``, an ``AsyncStore`` or a URL (None: ``CTXSTORE_URL``);
+    ``store_or_url``: a ``Store``, an ``AsyncStore`` or a URL (None: ``CTXSTORE_URL``, and
+    neither is a ConfigurationError); the console reads every user's chats, through the store's
+    ``admin()`` handle (a user's handle is refused);
     ``namespaces``: the namespaces it shows (default: the store's own); ``token``: when given,
     every request must carry it (a bearer header, or the cookie its login form sets).
     """
