@@ -7,6 +7,7 @@ map bundled in the package: closed networks and serverless cold starts never wai
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 from collections.abc import Mapping
@@ -41,10 +42,9 @@ def warm_litellm(model: str | None = None) -> Any:
     litellm = import_litellm()
     key = model or _DEFAULT_MODEL
     if key not in _WARMED:
-        try:
+        # A model litellm cannot count: its first call counts nothing either.
+        with contextlib.suppress(Exception):
             litellm.token_counter(model=key, text="warm")
-        except Exception:  # a model litellm cannot count: its first call counts nothing either
-            pass
         _WARMED.add(key)
     return litellm
 

@@ -10,8 +10,9 @@ branch, a rewind, a chat deleted and re-created: a new incarnation never matches
 
 Entries share the message dicts they have in common; readers never get those dicts: a read's
 chain is an :class:`~ctxstore._base.owned.OwnedList` over them, whose items are copied as they
-are handed out, so what a caller changes is its own. The cache is bounded by an estimate of the bytes it keeps alive; the least
-recently used chains go first. Stores made from the same URL in one process share one cache.
+are handed out, so what a caller changes is its own. The cache is bounded by an estimate of the
+bytes it keeps alive; the least recently used chains go first. Stores made from the same URL in
+one process share one cache.
 """
 
 from __future__ import annotations

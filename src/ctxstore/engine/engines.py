@@ -33,6 +33,7 @@ from ctxstore._base.plans import (
 from ctxstore._base.twins import documented_by
 from ctxstore._core.ops.streams import DEFAULT_STREAM_TTL, DEFAULT_WRITER_TTL
 from ctxstore._core.ops.turns import TurnStrategy
+from ctxstore._core.protocol import Operation
 from ctxstore.engine.core import EngineCore
 from ctxstore.engine.streamed import (
     AsyncStreamedTurn,
@@ -41,7 +42,6 @@ from ctxstore.engine.streamed import (
     StreamOptions,
 )
 from ctxstore.engine.turns import AsyncTurn, Turn
-from ctxstore._core.protocol import Operation
 from ctxstore.messages.tokens import TokenCounter, loaded
 from ctxstore.models import (
     BranchInfo,

@@ -29,7 +29,8 @@ the engine sees it as a message of that role).
 - ``clear`` / ``aclear``: deletes the chat (every branch); the next write creates it anew.
 
 ``store=`` takes a user's handle (``store.for_user(user_id)``: the user is the handle's), or a
-:class:`~ctxstore.store.Store` or an :class:`~ctxstore.store.AsyncStore` with ``user_id=`` (``url=`` instead opens a sync store). On a sync store the async methods run in a worker thread;
+:class:`~ctxstore.store.Store` or an :class:`~ctxstore.store.AsyncStore` with ``user_id=``
+(``url=`` instead opens a sync store). On a sync store the async methods run in a worker thread;
 on an AsyncStore only the async methods work (a sync one raises ConfigurationError).
 """
 

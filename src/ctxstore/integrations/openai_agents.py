@@ -33,7 +33,8 @@ them (messages, ``function_call``, ``function_call_output``, ``reasoning``, ...)
   in is the caller's, and ``close()`` changes nothing.
 
 ``store=`` takes a user's handle (``store.for_user(user_id)``: the user is the handle's), or a
-:class:`~ctxstore.store.Store` or an :class:`~ctxstore.store.AsyncStore` with ``user_id=`` (``url=`` instead opens a sync store, which serves any event loop, as ``Runner.run_sync``'s
+:class:`~ctxstore.store.Store` or an :class:`~ctxstore.store.AsyncStore` with ``user_id=``
+(``url=`` instead opens a sync store, which serves any event loop, as ``Runner.run_sync``'s
 needs). On a sync store each call runs in a worker thread (``asyncio.to_thread``).
 """
 

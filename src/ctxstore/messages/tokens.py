@@ -47,8 +47,8 @@ from ctxstore.ui.to_model import ui_model_messages
 
 __all__ = [
     "DEFAULT_ENCODING",
-    "MessageCounting",
     "REPLY_PRIMING_TOKENS",
+    "MessageCounting",
     "TokenCounter",
     "count_tokens",
     "estimate_from_characters",

@@ -11,6 +11,8 @@ each are listed, with how many there are.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
+
 from ctxstore._core.format.fields import scored_pairs
 from ctxstore._core.format.summaries import parse_summary_member
 from ctxstore._core.ops import branches, checkpoints
@@ -38,7 +40,7 @@ class Marks:
 def chat_marks(state: StoreState, chat_id: str) -> Operation[Marks]:
     """The chat's branches (oldest first), checkpoints (newest first) and summaries (the newest
     first): one step."""
-    found = yield from together(
+    found: list[Any] = yield from together(
         [
             branches.list_branches(state, chat_id),
             checkpoints.list_checkpoints(state, chat_id),
@@ -48,7 +50,10 @@ def chat_marks(state: StoreState, chat_id: str) -> Operation[Marks]:
     for outcome in found:
         if isinstance(outcome, CtxStoreError):
             raise outcome
-    every_branch, every_checkpoint, (summaries, summary_count) = found
+    every_branch: list[BranchInfo] = found[0]
+    every_checkpoint: list[CheckpointInfo] = found[1]
+    summaries: list[StoredSummary]
+    summaries, summary_count = found[2]
     return Marks(
         every_branch[:SHOWN],
         len(every_branch),
