@@ -188,8 +188,11 @@ def test_an_append_that_timed_out_is_retried_once_under_its_request_id(
     with pytest.raises(BackendTimeoutError, match="may have been applied") as caught:
         alice.append("c1", "main", QUESTION, expected_head=head, request_id="req-9")
     assert isinstance(caught.value, ctxstore.BackendUnavailableError)
-    retried = alice.append("c1", "main", QUESTION, expected_head=head, request_id="req-9")
-    chain = alice.load_branch("c1").messages
+    # The retry comes from a new process (a function invoked again): its own connections, none
+    # of them the frozen one.
+    again = _through(hanging.port, namespace).for_user("alice")
+    retried = again.append("c1", "main", QUESTION, expected_head=head, request_id="req-9")
+    chain = again.load_branch("c1").messages
     assert [m["message"]["content"] for m in chain] == ["warm-up", "Plan a weekend in Lisbon."]
     assert retried.head_message_id == chain[-1]["id"]
     assert retried.message_ids == (chain[-1]["id"],)
