@@ -7,6 +7,7 @@ twice. :class:`PartitionableLink` carries a replica's link to its primary and ca
 
 from __future__ import annotations
 
+import itertools
 import socket
 import threading
 from types import TracebackType
@@ -183,6 +184,8 @@ class HangingProxy(_RequestReplyProxy):
         self.sent = 0
         self._hanging: set[int] = set()
         self._serving: set[int] = set()
+        # Each connection's own number: an id() of a closed socket can name a new one.
+        self._numbers = itertools.count()
         super().__init__(host, port)
 
     def hang(self) -> None:
@@ -190,8 +193,8 @@ class HangingProxy(_RequestReplyProxy):
             self._hanging |= self._serving
 
     def _serve(self, client: socket.socket, server: socket.socket) -> None:
-        me = id(client)
         with self._lock:
+            me = next(self._numbers)
             self._serving.add(me)
         try:
             while True:
