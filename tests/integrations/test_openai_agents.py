@@ -29,6 +29,7 @@ from tests.integrations.agents_support import (
     weather_agent,
 )
 from tests.store.test_concurrency import run_workers
+from tests.support import servers
 from tests.support.wire import trace_wire
 
 USER = "alice"
@@ -421,6 +422,38 @@ async def test_the_sdks_encrypted_session_wraps_this_one(any_store: Any) -> None
     assert all("__enc__" in item for item in await inner.get_items())
     assert await session.pop_item() == items[1]
     assert await session.get_items() == items[:1]
+
+
+async def test_an_add_retried_after_a_lost_reply_is_applied_once(
+    redis_server: servers.RedisProcess, namespace: str
+) -> None:
+    """The first add's write goes through and its reply is lost (the connection drops twice:
+    the store's own resend loses its reply too): the session's retry of the same items is
+    applied once; the same items added again afterwards, or by another session, are writes of
+    their own."""
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    from tests.support.proxy import ReplyDroppingProxy
+
+    with ReplyDroppingProxy("127.0.0.1", redis_server.port) as proxy:
+        store = ctxstore.connect(
+            f"redis://127.0.0.1:{proxy.port}/0",
+            namespace=namespace,
+            redis_options={"retry": Retry(NoBackoff(), 0)},
+        )
+        session = CtxStoreSession("chat-1", store=store.for_user(USER))
+        await session.add_items([{"role": "user", "content": "first"}])
+        item = [{"role": "user", "content": "once"}]
+        proxy.drop_next_reply(times=2)
+        with pytest.raises(ctxstore.BackendUnavailableError):
+            await session.add_items(item)
+        await session.add_items(item)  # the retry
+        assert contents(stored(store.admin())) == ["first", "once"]
+        await session.add_items(item)  # the same item again: a new write
+        await CtxStoreSession("chat-1", store=store.for_user(USER)).add_items(item)
+        assert contents(stored(store.admin())) == ["first", "once", "once", "once"]
+        store.close()
 
 
 async def test_another_users_chat_is_refused(any_store: Any, twin: ctxstore.Store) -> None:

@@ -24,11 +24,15 @@ ctxstore message ids.
 from __future__ import annotations
 
 import asyncio
+import base64
+import hashlib
+import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from ctxstore._base.ids import check_key_id
+from ctxstore._core.ids import new_request_id
 from ctxstore._core.ops import append as append_ops
 from ctxstore._core.ops import reads
 from ctxstore._core.ops.branches import create_branch
@@ -89,6 +93,7 @@ class BranchLog:
         self.user_id = check_key_id(user_id, "user_id")
         store.state.keyspace.chat(chat_id)  # an id that cannot name a chat fails here
         self._head: str | None = None  # the newest head seen: a hint for the next append
+        self._nonce = new_request_id()  # this log's part of its writes' request ids
 
     # --- running -------------------------------------------------------------------------------
 
@@ -158,7 +163,13 @@ class BranchLog:
     ) -> Operation[None]:
         """Append ``payloads`` in order to the active branch (creating the chat if missing),
         each with its ``metadata`` (stored beside the payload, read back by :meth:`read_stored`).
-        ``any_items``: payloads with neither ``role`` nor ``type`` are stored as they are."""
+        ``any_items``: payloads with neither ``role`` nor ``type`` are stored as they are.
+
+        Safe to retry: the write's request id comes from this log, the head it last saw and
+        the items, so the same items added again by this session after a failure (a timeout
+        whose write went through) are applied once, while another session's, or the next add
+        (the head has moved), are writes of their own. The frameworks' session protocols have
+        no place for a caller's request id; this needs none."""
         extras = metadata if metadata is not None else [None] * len(payloads)
         batch = [
             NewMessage(payload, metadata=extra)
@@ -178,6 +189,8 @@ class BranchLog:
                     on_conflict="rebase",
                     user_id=self.user_id,
                     any_items=any_items,
+                    request_id=self._request_for(payloads, extras),
+                    recall=False,  # a retry comes after the write moved the head: found then
                 )
             except ChatNotFoundError:
                 if attempt == _CREATE_ATTEMPTS - 1:
@@ -187,6 +200,16 @@ class BranchLog:
                 continue
             self._head = result.head_message_id
             return
+
+    def _request_for(
+        self, payloads: Sequence[Mapping[str, Any]], extras: Sequence[Mapping[str, Any] | None]
+    ) -> str:
+        """The request id of an add: this log's own nonce, the head it expects and the items."""
+        digest = hashlib.blake2b(digest_size=12)
+        digest.update(f"{self._nonce}\t{self._head or ''}\t".encode())
+        body = json.dumps([list(payloads), list(extras)], sort_keys=True, default=repr)
+        digest.update(body.encode())
+        return base64.urlsafe_b64encode(digest.digest()).decode("ascii")
 
     def pop(self) -> Operation[dict[str, Any] | None]:
         """Move the active branch back by one message: a new branch (activated) at the newest
