@@ -18,7 +18,7 @@ from ctxstore._core.format.records import (
     packed_time,
 )
 from ctxstore._core.format.tokens import token_entries
-from ctxstore._core.ids import check_request_id, new_request_id, tags_for
+from ctxstore._core.ids import check_request_id, new_request_id, new_tags, tags_for
 from ctxstore._core.ops.chats import (
     chat_context,
     check_title,
@@ -88,7 +88,7 @@ def append_args(
     messages: Iterable[MessageInput],
     *,
     now: int,
-    request: str,
+    request: str | None,
     count_tokens: MessageCounter | None = None,
     base: int = 0,
     any_items: bool = False,
@@ -99,9 +99,13 @@ def append_args(
 
     The client builds each record whole, as the child of the position before it
     (:func:`~ctxstore._core.format.records.encode_record`), so the script touches only the
-    few whose parent is elsewhere. The tags come from ``request`` and the digest
-    (:func:`~ctxstore._core.ids.tags_for`), so a retry builds the same records. ``any_items``:
-    opaque items are taken too (see :func:`~ctxstore._core.format.records.check_payload`).
+    few whose parent is elsewhere. With ``request`` (a caller's or an engine's request id,
+    which a retry of the write carries again) the tags come from it and the messages' digest
+    (:func:`~ctxstore._core.ids.tags_for`), so a retry builds the same records, and the digest
+    goes to the script, which refuses the id used with other messages; without one (a call's
+    own id, which only redis-py's resend of the same command carries) the tags are random and
+    nothing is hashed. ``any_items``: opaque items are taken too (see
+    :func:`~ctxstore._core.format.records.check_payload`).
     """
     items = list(messages)
     if not items:
@@ -116,7 +120,7 @@ def append_args(
     bodies: list[tuple[bytes, bytes]] = []
     seen: set[str] = set()
     payloads: list[dict[str, Any]] = []
-    hasher = hashlib.blake2b(digest_size=12)
+    hasher = hashlib.blake2b(digest_size=12) if request is not None else None
     for index, item in enumerate(items):
         where = f"messages[{index}]"
         metadata = b""
@@ -142,11 +146,17 @@ def append_args(
         payloads.append(checked)
         body = encode(checked, what=where, limit=limit)
         bodies.append((body, metadata))
-        hasher.update(b"%d:%s:%d:%d:" % (len(chosen), chosen.encode(), len(body), len(metadata)))
-        hasher.update(body)
-        hasher.update(metadata)
-    digest = base64.urlsafe_b64encode(hasher.digest()).decode("ascii")
-    tags = tags_for(request, digest, len(items))
+        if hasher is not None:
+            hasher.update(
+                b"%d:%s:%d:%d:" % (len(chosen), chosen.encode(), len(body), len(metadata))
+            )
+            hasher.update(body)
+            hasher.update(metadata)
+    if hasher is None or request is None:
+        digest, tags = "", new_tags(len(items))
+    else:
+        digest = base64.urlsafe_b64encode(hasher.digest()).decode("ascii")
+        tags = tags_for(request, digest, len(items))
     records = [
         encode_record(body, created_at=created, tag=tag, chosen=chosen, metadata=metadata)
         for (body, metadata), tag, chosen in zip(bodies, tags, chosen_ids, strict=True)
@@ -197,14 +207,15 @@ def append(
     check_policy(on_conflict, _CONFLICT_POLICIES, "on_conflict")
     check_policy(on_existing, _EXISTING_POLICIES, "on_existing")
     title = "" if title_if_none is None else check_title(title_if_none)
-    request = new_request_id() if request_id is None else check_request_id(request_id)
+    own = None if request_id is None else check_request_id(request_id)
+    request = own or new_request_id()
     now = state.clock()
     base = 0 if expected_head is None else state.head_sizes.get(chat_id, expected_head)
     chosen_ids, tags, records, entries, digest = append_args(
         state,
         messages,
         now=now,
-        request=request,
+        request=own,
         count_tokens=count_tokens,
         base=base,
         any_items=any_items,
