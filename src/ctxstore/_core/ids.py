@@ -40,16 +40,19 @@ def tags_for(request_id: str, digest: str, count: int) -> list[str]:
     messages: a retry of the same write (same request id, same messages) builds the same
     records under the same ids, so the first write's reply, which a retry gets back, names
     exactly what it stored. A random request id makes them as random as :func:`new_tags`."""
-    raw = hashlib.shake_256(f"{request_id}\t{digest}".encode()).digest(4 * count)
-    letters = base64.b32encode(raw).decode("ascii").lower()
-    return [letters[TAG_LENGTH * i : TAG_LENGTH * (i + 1)] for i in range(count)]
+    return _tags_of(hashlib.shake_256(f"{request_id}\t{digest}".encode()).digest(4 * count))
 
 
 def new_tags(count: int) -> list[str]:
     """A random tag per new message: the tail of its generated id. A position can be reused
     when Redis loses acknowledged writes; a tag makes sure its id is not."""
-    letters = base64.b32encode(os.urandom(4 * count)).decode("ascii").lower()
-    return [letters[TAG_LENGTH * i : TAG_LENGTH * (i + 1)] for i in range(count)]
+    return _tags_of(os.urandom(4 * count))
+
+
+def _tags_of(raw: bytes) -> list[str]:
+    """A tag (TAG_LENGTH lowercase base32 letters) for every 4 bytes of ``raw``."""
+    letters = base64.b32encode(raw).decode("ascii").lower()
+    return [letters[TAG_LENGTH * i : TAG_LENGTH * (i + 1)] for i in range(len(raw) // 4)]
 
 
 def new_incarnation() -> str:
