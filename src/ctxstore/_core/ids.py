@@ -11,10 +11,28 @@ import re
 from ctxstore._core.format.records import TAG_LENGTH
 from ctxstore.errors import InvalidIdError
 
+#: Bytes behind a generated or derived request id (16 URL-safe characters).
+_ID_BYTES = 12
+
 
 def new_request_id() -> str:
     """A write's request id: a resent call carries the same one and is recognized by it."""
-    return base64.urlsafe_b64encode(os.urandom(12)).decode("ascii")
+    return _id_text(os.urandom(_ID_BYTES))
+
+
+def id_hasher() -> hashlib.blake2b:
+    """A hash whose :func:`hashed_id` names what was fed to it: the same input, the same id
+    (a retry rebuilds its request id, an append's messages their digest)."""
+    return hashlib.blake2b(digest_size=_ID_BYTES)
+
+
+def hashed_id(hasher: hashlib.blake2b) -> str:
+    """The id of what ``hasher`` (from :func:`id_hasher`) was fed: 16 URL-safe characters."""
+    return _id_text(hasher.digest())
+
+
+def _id_text(raw: bytes) -> str:
+    return base64.urlsafe_b64encode(raw).decode("ascii")
 
 
 #: What a caller's own request id may be: what the scripts take (lua/lib/requests.lua).

@@ -24,15 +24,13 @@ ctxstore message ids.
 from __future__ import annotations
 
 import asyncio
-import base64
-import hashlib
 import json
 import re
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
 from ctxstore._base.ids import check_key_id
-from ctxstore._core.ids import new_request_id
+from ctxstore._core.ids import hashed_id, id_hasher, new_request_id
 from ctxstore._core.ops import append as append_ops
 from ctxstore._core.ops import reads
 from ctxstore._core.ops.branches import create_branch
@@ -205,11 +203,11 @@ class BranchLog:
         self, payloads: Sequence[Mapping[str, Any]], extras: Sequence[Mapping[str, Any] | None]
     ) -> str:
         """The request id of an add: this log's own nonce, the head it expects and the items."""
-        digest = hashlib.blake2b(digest_size=12)
-        digest.update(f"{self._nonce}\t{self._head or ''}\t".encode())
+        hasher = id_hasher()
+        hasher.update(f"{self._nonce}\t{self._head or ''}\t".encode())
         body = json.dumps([list(payloads), list(extras)], sort_keys=True, default=repr)
-        digest.update(body.encode())
-        return base64.urlsafe_b64encode(digest.digest()).decode("ascii")
+        hasher.update(body.encode())
+        return hashed_id(hasher)
 
     def pop(self) -> Operation[dict[str, Any] | None]:
         """Move the active branch back by one message: a new branch (activated) at the newest

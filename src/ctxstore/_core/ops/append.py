@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import base64
-import hashlib
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, get_args
 
@@ -18,7 +16,14 @@ from ctxstore._core.format.records import (
     packed_time,
 )
 from ctxstore._core.format.tokens import token_entries
-from ctxstore._core.ids import check_request_id, new_request_id, new_tags, tags_for
+from ctxstore._core.ids import (
+    check_request_id,
+    hashed_id,
+    id_hasher,
+    new_request_id,
+    new_tags,
+    tags_for,
+)
 from ctxstore._core.ops.chats import (
     chat_context,
     check_title,
@@ -120,7 +125,7 @@ def append_args(
     bodies: list[tuple[bytes, bytes]] = []
     seen: set[str] = set()
     payloads: list[dict[str, Any]] = []
-    hasher = hashlib.blake2b(digest_size=12) if request is not None else None
+    hasher = id_hasher() if request is not None else None
     for index, item in enumerate(items):
         where = f"messages[{index}]"
         metadata = b""
@@ -155,7 +160,7 @@ def append_args(
     if hasher is None or request is None:
         digest, tags = "", new_tags(len(items))
     else:
-        digest = base64.urlsafe_b64encode(hasher.digest()).decode("ascii")
+        digest = hashed_id(hasher)
         tags = tags_for(request, digest, len(items))
     records = [
         encode_record(body, created_at=created, tag=tag, chosen=chosen, metadata=metadata)
