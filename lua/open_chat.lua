@@ -8,6 +8,8 @@
 -- KEYS[7] checkpoint
 -- KEYS[8] tok
 -- KEYS[9] reqs
+-- KEYS[10] owned     optional: the owner record of ARGV[1] (servers without Cluster only): a
+--                    chat this call creates is added to it in the same script
 -- ARGV[1] user_id    the caller; must own an existing chat
 -- ARGV[2] now        epoch milliseconds
 -- ARGV[3] new_inc    the incarnation to give the chat if this call creates it
@@ -23,8 +25,14 @@
 -- ARGV[11] max_bytes  the most bytes of metadata (field names and values) after the merge
 -- ARGV[12] ttl       the retention (milliseconds, "" for none) of a chat this call creates
 -- ARGV[13] set_ttl   "1" to give an existing chat that retention too (a write: it slides)
--- ARGV[14..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
--- Reply: {created (0|1), flat HGETALL of the chat hash, active branch, its record, 1 when the
+-- ARGV[14] chat_id   the chat's id, as the owner record names it
+-- ARGV[15] recorded  "1" when the caller added the chat to its owner record already (a
+--                    Cluster, where the record lives in another slot), else "0"
+-- ARGV[16..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
+-- Reply: {-1} when the call would create the chat and neither KEYS[10] is given nor ARGV[15]
+--         is "1": nothing is written; the caller records the chat in its owner record and
+--         calls again (a chat's first key never exists before its owner record names it).
+--         Otherwise {created (0|1), flat HGETALL of the chat hash, active branch, its record, 1 when the
 --         chat has more than one run (it may have forks: messages with versions) else 0,
 --         then the chain read of get_chain.lua when load is "1" (head, length, base, covered,
 --         records, left, next), else nothing more}
@@ -36,7 +44,7 @@
 -- This is upsert_chat, and the first call of a context engine: the owner check, the metadata
 -- merge and the read of the conversation happen in one script, one round trip.
 
-local FIRST_METADATA_ARG = 14
+local FIRST_METADATA_ARG = 16
 
 return run(function()
   local chat, now = KEYS[1], tonumber(ARGV[2])
@@ -88,6 +96,9 @@ return run(function()
   if #ARGV >= FIRST_METADATA_ARG then
     check_metadata_merge(chat, ARGV, FIRST_METADATA_ARG, tonumber(ARGV[10]), tonumber(ARGV[11]))
   end
+  if not exists and KEYS[10] == nil and ARGV[15] ~= '1' then
+    return {-1}  -- the owner record first (see the reply above); nothing written
+  end
   local wrote = #ARGV >= FIRST_METADATA_ARG
   local retained = {chat, KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], KEYS[7], KEYS[8], KEYS[9]}
   if not exists or ARGV[13] == '1' then
@@ -102,6 +113,9 @@ return run(function()
                'created_at', now, 'updated_at', now, 'active_branch', 'main',
                'message_count', 0, 'branch_count', 0, 'branch_seq', 0, 'checkpoint_seq', 0)
     create_branch(chat, KEYS[4], 'main', -1, '', 0, now)
+    if KEYS[10] ~= nil then
+      redis.call('HSETNX', KEYS[10], ARGV[14], now .. '\t' .. inc)
+    end
     record = read_branch(KEYS[4], active)
   end
   if #ARGV >= FIRST_METADATA_ARG then

@@ -312,7 +312,7 @@ def _waits_follow_writes(commands: list[str]) -> int:
     """How many WAITs were sent, each checked to come right after a script or a write."""
     waits = [index for index, name in enumerate(commands) if name == "WAIT"]
     for index in waits:
-        assert commands[index - 1] in ("EVALSHA", "EVAL", "XADD"), commands
+        assert commands[index - 1] in ("EVALSHA", "EVAL", "XADD", "HSETNX"), commands
     return len(waits)
 
 
@@ -433,18 +433,46 @@ def test_on_a_cluster_the_wait_goes_to_the_chats_node(
     )
     with pytest.raises(ctxstore.ChatNotFoundError):
         store.get_chat("c1")  # the first operation checked the server
+    plain = ctxstore.connect(redis_cluster.url, namespace=namespace)
+    plain.upsert_chat("c1", "alice")  # created (and recorded) without waits
+    plain.close()
     chat_key = store.state.keyspace.chat("c1").key("chat")
     seed = RedisCluster(host=servers.HOST, port=redis_cluster.nodes[0].port)
     owner = seed.get_node_from_key(chat_key).port
     seed.close()
     before = {node.port: _wait_calls(node) for node in redis_cluster.nodes}
     with pytest.raises(ctxstore.errors.DurabilityError):
-        store.upsert_chat("c1", "alice")
+        store.update_chat("c1", title="waited for", user_id="alice")
     after = {node.port: _wait_calls(node) for node in redis_cluster.nodes}
     waits = {port: after[port] - before[port] for port in after}
     assert waits.pop(owner) >= 1  # two when the script was sent again after NOSCRIPT
     assert set(waits.values()) == {0}
-    assert store.get_chat("c1").user_id == "alice"  # applied on the primary
+    assert store.get_chat("c1", user_id="alice").title == "waited for"  # applied on the primary
+    close_store(store, loop_thread)
+
+
+@pytest.mark.parametrize("shell", ["sync", "async"])
+def test_on_a_cluster_a_new_chats_owner_record_is_waited_for_before_the_chat_is_created(
+    redis_cluster: servers.Cluster, namespace: str, loop_thread: LoopThread, shell: str
+) -> None:
+    """The record must outlive a failover wherever the chat does: its write waits too, and a
+    wait that falls short stops the call before the chat's first key is written."""
+    store = open_store(
+        shell,
+        redis_cluster.url,
+        loop_thread,
+        namespace=namespace,
+        durability="replica",
+        durability_timeout=SHORT,
+    )
+    with pytest.raises(ctxstore.errors.DurabilityError):
+        store.upsert_chat("c1", "alice")
+    with pytest.raises(ctxstore.ChatNotFoundError):
+        store.get_chat("c1", user_id="alice")
+    record = store.state.keyspace.owner_record("alice")
+    seed = RedisCluster(host=servers.HOST, port=redis_cluster.nodes[0].port)
+    assert seed.hkeys(record) == [b"c1"]  # recorded (it may over-include, never miss)
+    seed.close()
     close_store(store, loop_thread)
 
 

@@ -447,13 +447,19 @@ def _rest(operation: protocol.Operation[Any]) -> protocol.Operation[Any]:
 
 
 def _resumed(operation: protocol.Operation[Any]) -> protocol.Operation[Any]:
+    """Drive ``operation`` on: each step's result sent in, each step's error thrown in (so the
+    operation's own clean-up on a refusal runs, as under a store)."""
     value: Any = None
+    error: BaseException | None = None
     while True:
         try:
-            step = operation.send(value)
+            step = operation.throw(error) if error is not None else operation.send(value)
         except StopIteration as stop:
             return stop.value
-        value = yield step
+        try:
+            value, error = (yield step), None
+        except Exception as caught:
+            value, error = None, caught
 
 
 # --- bounded work ----------------------------------------------------------------------------

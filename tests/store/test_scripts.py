@@ -263,6 +263,8 @@ def test_callers_pass_exactly_the_declared_keys(
                     call.script.name,
                     key,
                 )
+            elif name == "owned":
+                assert re.fullmatch(rf"ctx:{namespace}:owned:\{{[^{{}}]+\}}", key), key
             else:
                 assert name in ("index", "all_chats", "user_chats"), call.script.name
                 assert ":idx:" in key, (call.script.name, key)

@@ -21,6 +21,9 @@
                                       failed); both expire on their own
     <base>:idx:chats            ZSET  chat id -> updated_at (every chat of the namespace)
     <base>:idx:user:{<user>}    ZSET  chat id -> updated_at (the chats of one user)
+    <base>:owned:{<user>}       HASH  chat id -> "<recorded at (epoch ms)>\t<incarnation>": every
+                                      chat the user owns, written before the chat's first key
+                                      (see :mod:`ctxstore._core.ops.owner_records`)
     <base>:jobs:{<base>:N}      STREAM compaction jobs of the chats of shard N (N < JOB_SHARDS)
     <base>:jobs:dead            STREAM jobs that failed for good, with their errors
     <base>:workers              ZSET  worker id -> last heartbeat (epoch ms)
@@ -198,6 +201,13 @@ class Keyspace:
     def worker_last_jobs(self) -> str:
         """Each worker's last job: worker id -> ``<epoch ms>\t<outcome>\t<chat id>``."""
         return f"{self.base}:workers:last"
+
+    def owner_record(self, user_id: str) -> str:
+        """The authoritative record of the chats ``user_id`` owns: a chat is added before its
+        first key is written and removed only after its keys are gone, so it may name a chat
+        whose creation failed, never miss one (unlike the listing index, which is kept best
+        effort). In the user's slot, beside the user's listing index."""
+        return f"{self.base}:owned:{{{check_key_id(user_id, 'user_id')}}}"
 
     def indexes_of(self, user_id: str) -> tuple[str, str]:
         """The two index keys a chat of ``user_id`` is listed in."""

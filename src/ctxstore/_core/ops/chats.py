@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 import re
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxstore._base.ids import check_key_id, check_name
@@ -13,7 +14,7 @@ from ctxstore._core.format.codec import encode
 from ctxstore._core.format.fields import field_count, pairs, text
 from ctxstore._core.ids import new_request_id
 from ctxstore._core.keys import ChatKeys
-from ctxstore._core.ops import indexes
+from ctxstore._core.ops import indexes, owner_records
 from ctxstore._core.protocol import Arg, Call, Operation, script_call
 from ctxstore._core.scripts import LuaScript, load_script
 from ctxstore._core.state import StoreState
@@ -274,22 +275,64 @@ def add_usage(
 
 
 def delete_chat(state: StoreState, chat_id: str, *, user_id: str | None = None) -> Operation[bool]:
-    """Delete every key of the chat (only the owner's, with ``user_id``), then its index entries."""
+    """Delete every key of the chat (only the owner's, with ``user_id``), then its index entries
+    and its entry in its owner's record (see :mod:`ctxstore._core.ops.owner_records`)."""
+    deleted: DeletedChat = yield delete_call(state, chat_id, user_id=user_id)
+    if deleted.deleted:
+        follow = forgetting_calls(state, chat_id, deleted)
+        if follow:
+            log_index_failures((yield follow))
+    return deleted.deleted
+
+
+@dataclass(frozen=True)
+class DeletedChat:
+    """What ``delete_chat.lua`` removed."""
+
+    deleted: bool
+    owner: str
+    incarnation: str
+    keys: int
+    messages: int
+    stream_entries: int
+
+
+def delete_call(
+    state: StoreState, chat_id: str, *, user_id: str | None = None, leftovers: bool = False
+) -> Call[DeletedChat]:
+    """The script that unlinks the chat's keys (only ``user_id``'s chat, when given; with
+    ``leftovers``, also the keys of a chat whose hash is gone or names no owner)."""
     chat = state.keyspace.chat(chat_id)
     if user_id is not None:
         check_key_id(user_id, "user_id")
     script = load_script("delete_chat")
-    deleted, owner = yield script_call(
+    return script_call(
         script,
         keys_for(script, chat),
-        (user_id or "",),
-        parse=lambda reply: (bool(reply[0]), text(reply[1])),
+        (user_id or "", "1" if leftovers else ""),
+        parse=lambda reply: DeletedChat(
+            bool(reply[0]),
+            text(reply[1]),
+            text(reply[2]),
+            int(reply[3]),
+            int(reply[4]),
+            int(reply[5]),
+        ),
         context=chat_context(chat_id),
-        writes=lambda deleted_owner: deleted_owner[0],
+        writes=lambda deleted: deleted.deleted,
     )
-    if deleted:
-        state.owners.forget(chat_id)
-        state.cache.forget(chat_id)
-        outcomes = yield indexes.removal_calls(state, chat_id, owner)
-        log_index_failures(outcomes)
-    return bool(deleted)
+
+
+def forgetting_calls(
+    state: StoreState, chat_id: str, deleted: DeletedChat
+) -> tuple[Call[Any], ...]:
+    """After a chat's keys are gone: forget it in this process, and remove its index entries
+    and its owner-record entry (other slots: their own round trip)."""
+    state.owners.forget(chat_id)
+    state.cache.forget(chat_id)
+    if not deleted.owner:
+        return ()
+    return (
+        *indexes.removal_calls(state, chat_id, deleted.owner),
+        *owner_records.forget_calls(state, deleted.owner, [(chat_id, deleted.incarnation)]),
+    )

@@ -12,6 +12,7 @@ from ctxstore._core.format.chat import chat_meta
 from ctxstore._core.format.fields import field_text
 from ctxstore._core.format.pointers import branch_info
 from ctxstore._core.ids import new_incarnation
+from ctxstore._core.ops import owner_records
 from ctxstore._core.ops.chats import (
     chat_context,
     keys_for,
@@ -21,7 +22,7 @@ from ctxstore._core.ops.chats import (
 )
 from ctxstore._core.ops.reads import assemble_chain, check_head, parse_chain_reply, read_args
 from ctxstore._core.ops.retention import ttl_arg
-from ctxstore._core.protocol import Operation, script_call
+from ctxstore._core.protocol import Call, Operation, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
 from ctxstore.models import OpenedChat
@@ -64,26 +65,44 @@ def open_chat_op(
     retention = ttl_ms(ttl) if not isinstance(ttl, StoreDefault) else state.default_ttl_ms
     script = load_script("open_chat")
     cached = state.cache.lookup(chat_id, ACTIVE_BRANCH_KEY) if load else None
-    created, meta, info, chain_reply, forked = yield script_call(
-        script,
-        keys_for(script, chat),
-        (
-            user_id,
-            state.clock(),
-            new_incarnation(),
-            ("2" if unless_summarized else "1") if load else "0",
-            *read_args(state, max_depth, cached),
-            *metadata_limit_args(state),
-            ttl_arg(retention),
-            "1" if explicit_ttl else "0",
-            *meta_args,
-        ),
-        parse=lambda reply: _parse(chat_id, chat.key("chat"), chat.key("branch"), reply),
-        context=chat_context(chat_id),
-        # Whether it creates is known from the reply only: the wait is sent every time, and
-        # judged when the chat was created or metadata merged.
-        writes=lambda parsed: bool(parsed[0] or meta_args or explicit_ttl),
-    )
+    keys = keys_for(script, chat)
+    if not state.cluster:  # the script records a chat it creates in its owner record itself
+        keys = (*keys, state.keyspace.owner_record(user_id))
+
+    incarnation = new_incarnation()  # a resend of the call, after its record, keeps it
+
+    def call(recorded: bool) -> Call[Any]:
+        return script_call(
+            script,
+            keys,
+            (
+                user_id,
+                state.clock(),
+                incarnation,
+                ("2" if unless_summarized else "1") if load else "0",
+                *read_args(state, max_depth, cached),
+                *metadata_limit_args(state),
+                ttl_arg(retention),
+                "1" if explicit_ttl else "0",
+                chat_id,
+                "1" if recorded else "0",
+                *meta_args,
+            ),
+            parse=lambda reply: _parse(chat_id, chat.key("chat"), chat.key("branch"), reply),
+            context=chat_context(chat_id),
+            # Whether it creates is known from the reply only: the wait is sent every time, and
+            # judged when the chat was created or metadata merged.
+            writes=lambda parsed: (
+                parsed is not None and bool(parsed[0] or meta_args or explicit_ttl)
+            ),
+        )
+
+    opened_reply = yield call(False)
+    if opened_reply is None:  # a Cluster's new chat: its owner record names it first
+        opened_reply = yield from owner_records.created_after_record(
+            state, user_id, chat_id, incarnation, call(True)
+        )
+    created, meta, info, chain_reply, forked = opened_reply
     state.owners.remember(chat_id, meta.user_id)
     chain = None
     if chain_reply is not None:
@@ -103,6 +122,8 @@ def open_chat_op(
 
 
 def _parse(chat_id: str, chat_key: str, branch_key: str, reply: Sequence[Any]) -> Any:
+    if len(reply) == 1:
+        return None  # {-1}: to be recorded in its owner record before it is created
     created, flat, active, raw_branch, forked, *chain = reply
     meta = chat_meta(chat_id, chat_key, flat)
     active = field_text(active, chat_key, "active_branch")

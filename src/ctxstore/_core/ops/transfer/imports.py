@@ -65,7 +65,7 @@ from ctxstore._core.format.summaries import MAX_SUMMARY_TOKENS, summary_member
 from ctxstore._core.format.tokens import MAX_MESSAGE_TOKENS, check_chain_total, entry, flags_of
 from ctxstore._core.ids import new_incarnation, new_tags
 from ctxstore._core.keys import ChatKeys
-from ctxstore._core.ops import indexes
+from ctxstore._core.ops import indexes, owner_records
 from ctxstore._core.ops.chats import chat_context, check_title, log_index_failures, metadata_args
 from ctxstore._core.protocol import (
     MAX_COMMAND_ARGUMENTS,
@@ -507,7 +507,7 @@ class ChatImport:
             len(self._checkpoints),
             len(self._summaries),
         )
-        meta: ChatMeta = yield script_call(
+        publish = script_call(
             script,
             (*keys.select(script.key_names[:9]), *self._staging_keys()),
             (
@@ -525,6 +525,10 @@ class ChatImport:
             parse=lambda reply: chat_meta(keys.chat_id, keys.key("chat"), reply),
             context=chat_context(keys.chat_id),
             writes=True,
+        )
+        # The chat's owner record names it before its first key exists (erasure walks it).
+        meta: ChatMeta = yield from owner_records.created_after_record(
+            self._state, header.user_id, keys.chat_id, self._incarnation, publish
         )
         self._state.owners.remember(keys.chat_id, meta.user_id)
         self._state.cache.forget(keys.chat_id)

@@ -1,0 +1,81 @@
+"""Owner records: the authoritative list of the chats each user owns.
+
+The listing indexes (``idx:user:{<user>}``) are kept best effort: their entries follow a write
+in another round trip on a Cluster, a failover can lose one, a listing repairs what it sees.
+That is enough to list chats, not to erase a user. The owner record
+(:meth:`~ctxstore._core.keys.Keyspace.owner_record`, a hash in the user's slot: chat id ->
+``"<recorded at (epoch ms)>\t<incarnation>"``) is kept by a stricter rule:
+
+* a chat is added *before* its first key is written: by ``open_chat.lua`` itself on a single
+  server (same script); on a Cluster (the record lives in another slot) by
+  :func:`created_after_record` before the creating call (``open_chat.lua`` refuses to create a
+  chat its caller has not recorded), and so before an import publishes; a creating call that is
+  refused takes its entry back, so a failed call leaves no trace;
+* it is removed only *after* the chat's keys are gone (:func:`forget_calls`, which leaves an
+  entry naming another incarnation: a chat of the same id recorded since).
+
+So the record may name a chat whose creation failed, never miss one; erasure walks it (see
+:mod:`ctxstore._core.ops.erasure`), and ``verify_chat`` reports (and with ``repair`` adds) a
+chat its owner's record lacks (a chat written by a release that kept no record).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from typing import TypeVar
+
+from ctxstore._core.protocol import Arg, Call, Operation, command_call, script_call
+from ctxstore._core.scripts import load_script
+from ctxstore._core.state import StoreState
+from ctxstore.errors import BackendError, CtxStoreError
+
+T = TypeVar("T")
+
+
+def record_call(
+    state: StoreState, user_id: str, chat_id: str, incarnation: str, when: int
+) -> Call[bool]:
+    """Add ``chat_id`` (as ``incarnation``, recorded at ``when``) to ``user_id``'s owner record,
+    unless the record names it already; True when this call added it. An entry is never
+    overwritten: it may stand for a chat that exists, and only its own deletion removes it."""
+    record = state.keyspace.owner_record(user_id)
+    return command_call(
+        ("HSETNX", record, chat_id, f"{when}\t{incarnation}"),
+        keys=(record,),
+        parse=lambda added: bool(added),
+        writes=True,
+    )
+
+
+def created_after_record(
+    state: StoreState, user_id: str, chat_id: str, incarnation: str, create: Call[T]
+) -> Operation[T]:
+    """Record ``chat_id`` (to be created as ``incarnation``) as ``user_id``'s, then run
+    ``create``: the record holds the chat before its first key exists. A refused ``create``
+    takes back the entry it added (none when the record named the chat already); one whose
+    outcome is unknown (the server
+    went away) leaves it, which erasure and the sweep tolerate: it names no chat."""
+    added = yield record_call(state, user_id, chat_id, incarnation, state.clock())
+    try:
+        created: T = yield create
+    except CtxStoreError as error:
+        if added and not isinstance(error, BackendError):
+            yield forget_calls(state, user_id, ((chat_id, incarnation),))
+        raise
+    return created
+
+
+def forget_calls(
+    state: StoreState, user_id: str, deleted: Sequence[tuple[str, str]]
+) -> tuple[Call[int], ...]:
+    """Take chats whose keys are gone out of ``user_id``'s record: ``deleted`` holds (chat id,
+    the deleted incarnation) pairs; an entry of another incarnation stays
+    (``forget_owned.lua``)."""
+    if not deleted:
+        return ()
+    record = state.keyspace.owner_record(user_id)
+    args: list[Arg] = []
+    for chat_id, incarnation in deleted:
+        args += [chat_id, incarnation]
+    return (script_call(load_script("forget_owned"), (record,), args, parse=int, writes=True),)
