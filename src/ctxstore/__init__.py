@@ -132,6 +132,7 @@ MOVED: dict[str, str] = {
             "ChatInfo",
             "ChatPage",
             "CompactionTrigger",
+            "ErasureReceipt",
             "GraphNode",
             "OpenedChat",
             "StoredSummary",

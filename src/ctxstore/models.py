@@ -328,6 +328,66 @@ class VerifyReport:
         }
 
 
+#: The kinds of data an erasure counts, in the order a receipt lists them.
+ERASED_KINDS = (
+    "chats",
+    "chat keys",
+    "messages",
+    "answer stream entries",
+    "index entries",
+    "owner record entries",
+    "compaction jobs",
+    "dead letters",
+    "worker records",
+)
+
+
+@dataclass(frozen=True)
+class ErasureReceipt:
+    """What :meth:`~ctxstore.store.Store.erase_user` removed, and what it cannot reach.
+
+    ``chat_ids``: every chat of the user this run erased or found gone (a chat the user's
+    records named that another user owns now is left alone and not listed). ``removed``: how
+    many of each kind (:data:`ERASED_KINDS`) this run removed; a second run after a complete one
+    removes nothing, and after an interrupted one says what was left. ``started_at`` and
+    ``finished_at``: epoch milliseconds. ``unreachable``: the places the user's data may still
+    be and that no command of ctxstore removes (files, replicas, providers, logs)."""
+
+    user_id: str
+    chat_ids: tuple[str, ...]
+    removed: dict[str, int]
+    started_at: int
+    finished_at: int
+    unreachable: tuple[str, ...]
+
+    @property
+    def total(self) -> int:
+        """Everything removed: keys and entries of every kind but the chats themselves."""
+        return sum(count for kind, count in self.removed.items() if kind != "chats")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON output."""
+        return {
+            "user_id": self.user_id,
+            "chat_ids": list(self.chat_ids),
+            "removed": dict(self.removed),
+            "started_at": self.started_at,
+            "finished_at": self.finished_at,
+            "unreachable": list(self.unreachable),
+        }
+
+
+@dataclass(frozen=True)
+class ErasureProgress:
+    """Where a running erasure stands (given to its ``progress`` callback): the ``stage``
+    (``"chats"``, ``"indexes"``, ``"jobs"``, ``"dead letters"``, ``"workers"``, ``"record"``),
+    and how many of the stage's items are done out of ``total`` (None when not known ahead)."""
+
+    stage: str
+    done: int
+    total: int | None
+
+
 @dataclass(frozen=True, slots=True)
 class StreamPiece:
     """A piece of an answer's text as a reader gets it: ``id`` is its Redis Stream entry id

@@ -452,11 +452,11 @@ def test_on_a_cluster_the_wait_goes_to_the_chats_node(
 
 
 @pytest.mark.parametrize("shell", ["sync", "async"])
-def test_on_a_cluster_a_new_chats_owner_record_is_waited_for_before_the_chat_is_created(
+def test_on_a_cluster_a_new_chats_owner_record_is_waited_for_as_well(
     redis_cluster: servers.Cluster, namespace: str, loop_thread: LoopThread, shell: str
 ) -> None:
-    """The record must outlive a failover wherever the chat does: its write waits too, and a
-    wait that falls short stops the call before the chat's first key is written."""
+    """The record must outlive a failover wherever the chat does: its write waits too, on its
+    own node (the user's slot), as the chat's does on the chat's."""
     store = open_store(
         shell,
         redis_cluster.url,
@@ -465,13 +465,20 @@ def test_on_a_cluster_a_new_chats_owner_record_is_waited_for_before_the_chat_is_
         durability="replica",
         durability_timeout=SHORT,
     )
+    with pytest.raises(ctxstore.ChatNotFoundError):
+        store.get_chat("c1", user_id="alice")  # the first operation checked the server
+    record = store.state.keyspace.owner_record("alice")
+    chat_key = store.state.keyspace.chat("c1").key("chat")
+    seed = RedisCluster(host=servers.HOST, port=redis_cluster.nodes[0].port)
+    nodes = {seed.get_node_from_key(record).port, seed.get_node_from_key(chat_key).port}
+    before = {node.port: _wait_calls(node) for node in redis_cluster.nodes}
     with pytest.raises(ctxstore.errors.DurabilityError):
         store.upsert_chat("c1", "alice")
-    with pytest.raises(ctxstore.ChatNotFoundError):
-        store.get_chat("c1", user_id="alice")
-    record = store.state.keyspace.owner_record("alice")
-    seed = RedisCluster(host=servers.HOST, port=redis_cluster.nodes[0].port)
-    assert seed.hkeys(record) == [b"c1"]  # recorded (it may over-include, never miss)
+    after = {node.port: _wait_calls(node) for node in redis_cluster.nodes}
+    waited = {port for port in after if after[port] > before[port]}
+    assert waited == nodes
+    assert seed.hkeys(record) == [b"c1"]  # applied on the primaries, both
+    assert store.get_chat("c1", user_id="alice").user_id == "alice"
     seed.close()
     close_store(store, loop_thread)
 

@@ -175,6 +175,8 @@ class StoreState:
     #: A Redis Cluster: the chat indexes live on other nodes than the chat, so scripts cannot
     #: move them and they are sent beside the script instead.
     cluster: bool = False
+    #: The embedded store (fakeredis): no server, no files, no replicas.
+    embedded: bool = False
     #: What each write waits for before it is acknowledged (the settings' durability).
     durability: Durability | None = None
     #: Whether the eviction-policy check still has to run (servers only, once per process).

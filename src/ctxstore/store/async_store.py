@@ -8,7 +8,7 @@ that both stores expose the same names and signatures.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterable, AsyncIterator, Iterable, Mapping
+from collections.abc import AsyncIterable, AsyncIterator, Callable, Iterable, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -22,6 +22,7 @@ from ctxstore._core.ops import (
     branches,
     chats,
     checkpoints,
+    erasure,
     graph,
     listing,
     opening,
@@ -45,6 +46,8 @@ from ctxstore.models import (
     ChatPage,
     CompactionTrigger,
     ConflictPolicy,
+    ErasureProgress,
+    ErasureReceipt,
     ExistingPolicy,
     MessageInput,
     MessageVersion,
@@ -541,6 +544,13 @@ class AsyncStore(StoreShell):
         self._admin_only("verify_chat")
         return await self.run(verify.verify_chat(self._state, chat_id, repair=repair))
 
+    async def erase_user(
+        self, user_id: str, *, progress: Callable[[ErasureProgress], None] | None = None
+    ) -> ErasureReceipt:
+        """The async form of :meth:`Store.erase_user`."""
+        self._admin_only("erase_user")
+        return await self.run(erasure.erase_user(self._state, user_id, progress=progress))
+
     # --- export and import ---------------------------------------------------------------------
 
     def export_chat(
@@ -551,6 +561,11 @@ class AsyncStore(StoreShell):
             self._state, chat_id, user_id=self._owner(user_id, "export_chat")
         )
         return adrive(steps, self._perform)
+
+    def export_user(self, user_id: str) -> AsyncIterator[dict[str, Any]]:
+        """The async form of :meth:`Store.export_user`."""
+        self._admin_only("export_user")
+        return adrive(exports.export_user(self._state, user_id), self._perform)
 
     async def import_chat(
         self,

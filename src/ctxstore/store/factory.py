@@ -97,6 +97,7 @@ def store_parts(
         caches=REGISTRY.caches(server, keyspace.base, settings.cache_bytes),
         server=server,
         cluster=is_cluster_client(client),
+        embedded=is_memory_client(client),
         durability=durable,
         check_server=not is_memory_client(client) and not REGISTRY.checked(server),
         default_ttl_ms=settings.ttl_ms,

@@ -7,7 +7,7 @@ the only code here that is not a one-liner is :meth:`Store._send`, which ships o
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -20,6 +20,7 @@ from ctxstore._core.ops import (
     branches,
     chats,
     checkpoints,
+    erasure,
     graph,
     listing,
     opening,
@@ -41,6 +42,8 @@ from ctxstore.models import (
     ChatPage,
     CompactionTrigger,
     ConflictPolicy,
+    ErasureProgress,
+    ErasureReceipt,
     ExistingPolicy,
     MessageInput,
     MessageVersion,
@@ -550,6 +553,18 @@ class Store(StoreShell):
         self._admin_only("verify_chat")
         return self.run(verify.verify_chat(self._state, chat_id, repair=repair))
 
+    def erase_user(
+        self, user_id: str, *, progress: Callable[[ErasureProgress], None] | None = None
+    ) -> ErasureReceipt:
+        """Erase every chat ``user_id`` owns in the namespace and everything derived from them
+        (index entries, compaction jobs, dead letters, workers' records, answer streams, turn
+        leases), walking the user's owner record, which names every chat the user created.
+        Resumable and idempotent: run again after a crash midway, it finishes the job. An
+        operator's call: on ``store.admin()`` only. ``progress`` is told where it stands after
+        each bounded step (see :mod:`ctxstore._core.ops.erasure`)."""
+        self._admin_only("erase_user")
+        return self.run(erasure.erase_user(self._state, user_id, progress=progress))
+
     # --- export and import ---------------------------------------------------------------------
 
     def export_chat(self, chat_id: str, *, user_id: str | None = None) -> Iterator[dict[str, Any]]:
@@ -560,6 +575,12 @@ class Store(StoreShell):
             exports.export_chat(self._state, chat_id, user_id=self._owner(user_id, "export_chat")),
             self._perform,
         )
+
+    def export_user(self, user_id: str) -> Iterator[dict[str, Any]]:
+        """Every chat ``user_id`` owns, as :meth:`export_chat` records, one chat after another
+        (data portability), read lazily. An operator's call: on ``store.admin()`` only."""
+        self._admin_only("export_user")
+        return drive(exports.export_user(self._state, user_id), self._perform)
 
     def import_chat(
         self,

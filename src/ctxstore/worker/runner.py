@@ -40,6 +40,8 @@ from ctxstore.worker.streams import Job, JobStreams, log_line
 
 log = logging.getLogger("ctxstore.worker")
 
+#: The outcome of a job whose chat is gone (deleted or erased): its record names no chat.
+CHAT_GONE = "chat gone"
 #: A job idle this long in another consumer's hands is taken over (its worker died).
 DEFAULT_CLAIM_IDLE_MS = 60_000
 #: How long a job's compaction may hold its chat (summarizer included).
@@ -239,7 +241,7 @@ class Worker:
                 result = await arun_compaction(store.run, steps, self.summarize)
             except ChatNotFoundError:
                 await streams.ack(job.stream, job.entry_id)
-                await self._finish(streams, job, "chat gone", started)
+                await self._finish(streams, job, CHAT_GONE, started)
                 return
             except Exception as caught:  # a summarizer or server failure: retried
                 error = f"{type(caught).__name__}: {caught}"
@@ -305,7 +307,9 @@ class Worker:
             fields["error"] = error
         log.info(log_line(**fields))
         try:
-            await streams.record_last(job, outcome, int(time.time() * 1000))
+            await streams.record_last(
+                job, outcome, int(time.time() * 1000), named=outcome != CHAT_GONE
+            )
         except Exception as caught:  # the record is for operators only: never fail the job
             log.warning(log_line(event="last_job_not_recorded", error=str(caught)))
 

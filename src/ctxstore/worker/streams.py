@@ -17,11 +17,11 @@ from typing import Any
 
 from redis.exceptions import ResponseError
 
-from ctxstore._core.format.jobs import read_job_fields
+from ctxstore._core.format.jobs import JOB_GROUP, read_job_fields
 from ctxstore._core.keys import Keyspace
 
 #: The consumer group every worker of a namespace joins.
-GROUP = "ctxstore-compaction"
+GROUP = JOB_GROUP
 #: Dead letters kept per namespace (``XADD MAXLEN ~``).
 DEAD_LETTER_MAXLEN = 10_000
 
@@ -151,9 +151,11 @@ class JobStreams:
         """Record that this worker is alive."""
         await self.client.zadd(self.keyspace.workers, {self.consumer: now_ms})
 
-    async def record_last(self, job: Job, outcome: str, now_ms: int) -> None:
-        """Record this worker's last job and how it ended (the web console's workers page)."""
-        value = f"{now_ms}\t{outcome}\t{job.chat_id}"
+    async def record_last(self, job: Job, outcome: str, now_ms: int, *, named: bool = True) -> None:
+        """Record this worker's last job and how it ended (the web console's workers page);
+        without ``named``, the record leaves the chat's id out: a job whose chat is gone
+        (deleted, erased) must not bring its id back into Redis."""
+        value = f"{now_ms}\t{outcome}\t{job.chat_id if named else ''}"
         await self.client.hset(self.keyspace.worker_last_jobs, self.consumer, value)
 
 

@@ -15,6 +15,9 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ctxstore.models import CompactionTrigger
 
+#: The consumer group every worker of a namespace joins (on each job stream).
+JOB_GROUP = "ctxstore-compaction"
+
 #: Compaction job streams keep about this many entries (``XADD MAXLEN ~``); the append script
 #: uses the same bound.
 JOB_STREAM_MAXLEN = 100_000

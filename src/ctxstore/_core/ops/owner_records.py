@@ -21,16 +21,19 @@ chat its owner's record lacks (a chat written by a release that kept no record).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+from typing import Any, TypeVar
 
-from typing import TypeVar
-
+from ctxstore._core.format.fields import text
 from ctxstore._core.protocol import Arg, Call, Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
 from ctxstore.errors import BackendError, CtxStoreError
 
 T = TypeVar("T")
+
+#: Hash fields (or sorted-set members) read per call when a record is walked.
+MEMBERS_PER_READ = 500
 
 
 def record_call(
@@ -43,7 +46,7 @@ def record_call(
     return command_call(
         ("HSETNX", record, chat_id, f"{when}\t{incarnation}"),
         keys=(record,),
-        parse=lambda added: bool(added),
+        parse=bool,
         writes=True,
     )
 
@@ -79,3 +82,36 @@ def forget_calls(
     for chat_id, incarnation in deleted:
         args += [chat_id, incarnation]
     return (script_call(load_script("forget_owned"), (record,), args, parse=int, writes=True),)
+
+
+def owned_chat_ids(state: StoreState, user_id: str) -> Operation[tuple[list[str], list[str]]]:
+    """The chat ids ``user_id``'s owner record names, and those only the user's listing index
+    names (chats of a release that kept no record, or a record entry lost): read, not changed."""
+    recorded = yield from scan_members(state.keyspace.owner_record(user_id), "HSCAN")
+    listed = yield from scan_members(state.keyspace.user_index(user_id), "ZSCAN")
+    known = dict.fromkeys(recorded)
+    return list(known), [chat_id for chat_id in dict.fromkeys(listed) if chat_id not in known]
+
+
+def scan_members(key: str, command: str) -> Operation[list[str]]:
+    """The fields of a hash (``HSCAN``) or members of a sorted set (``ZSCAN``), at most
+    ``MEMBERS_PER_READ`` a call, so a large record never holds the server for long."""
+    members: list[str] = []
+    cursor: Any = 0
+    while True:
+        reply = yield command_call((command, key, cursor, "COUNT", MEMBERS_PER_READ), keys=(key,))
+        cursor, items = reply[0], reply[1]
+        members += [text(member) for member, _value in field_pairs(items)]
+        if int(cursor) == 0:
+            return members
+
+
+def field_pairs(items: Any) -> list[tuple[Any, Any]]:
+    """A scan's (field, value) pairs: redis-py answers HSCAN with a map and ZSCAN with pairs;
+    a flat list is read two by two."""
+    if isinstance(items, Mapping):
+        return list(items.items())
+    flat = list(items)
+    if flat and isinstance(flat[0], tuple | list):
+        return [(pair[0], pair[1]) for pair in flat]
+    return list(zip(flat[::2], flat[1::2], strict=False))

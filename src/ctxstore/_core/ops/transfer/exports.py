@@ -29,10 +29,11 @@ from ctxstore._core.format.summaries import parse_summary_member
 from ctxstore._core.format.tokens import TOK_WIDTH, entry_at
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
+from ctxstore._core.ops.owner_records import owned_chat_ids
 from ctxstore._core.protocol import Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
-from ctxstore.errors import ChatReplacedError, CtxStoreError
+from ctxstore.errors import ChatNotFoundError, ChatReplacedError, CtxStoreError
 from ctxstore.models import StoredSummary
 
 
@@ -54,6 +55,27 @@ def export_chat(state: StoreState, chat_id: str, *, user_id: str | None = None) 
     checkpoints and summaries (see :mod:`ctxstore._core.format.portable`)."""
     keys = state.keyspace.chat(chat_id)
     snapshot: Snapshot = yield Run(read_snapshot(keys, user_id))
+    yield from export_snapshot(state, keys, snapshot)
+
+
+def export_user(state: StoreState, user_id: str) -> Plan[None]:
+    """Every chat ``user_id`` owns, one whole export after another (data portability, GDPR
+    art. 20): the chats its owner record names, then those only its listing index names. A
+    chat named there that is gone (or another user's since) is skipped; one deleted while its
+    own export runs is a :class:`~ctxstore.errors.ChatReplacedError`, never half an export
+    taken for a whole one."""
+    recorded, listed = yield Run(owned_chat_ids(state, user_id))
+    for chat_id in (*recorded, *listed):
+        keys = state.keyspace.chat(chat_id)
+        try:
+            snapshot: Snapshot = yield Run(read_snapshot(keys, user_id))
+        except ChatNotFoundError:
+            continue
+        yield from export_snapshot(state, keys, snapshot)
+
+
+def export_snapshot(state: StoreState, keys: ChatKeys, snapshot: Snapshot) -> Plan[None]:
+    """The records of the chat ``snapshot`` was read from, its messages read in chunks."""
     yield Emit(snapshot.chat)
     ids: list[str] = []
     totals: list[int] = []

@@ -3,7 +3,9 @@
 The records in ``log`` are the truth. Everything else a read relies on is derived from them:
 ``alias`` (chosen id -> position), ``runs`` (the linear stretches of the log, with depths), the
 head id and chain length inside each branch record, the message id inside each checkpoint
-record, the counters of the chat hash and the chat's entries in the two chat indexes. A bug, a
+record, the counters of the chat hash, the chat's entries in the two chat indexes and in its
+owner's record (:mod:`ctxstore._core.ops.owner_records`: a chat written by a release that kept
+no record is found there, and a repair records it). A bug, a
 half-applied manual edit or a restore from a partial backup can leave those out of step with the
 records, and reads then fail (or worse, answer wrongly). :func:`verify_chat` reads every key of
 a chat with plain commands, recomputes what the records imply and reports each difference as a
@@ -41,6 +43,7 @@ from ctxstore._core.format.records import (
 )
 from ctxstore._core.format.tokens import flags_of
 from ctxstore._core.keys import ChatKeys
+from ctxstore._core.ops import owner_records
 from ctxstore._core.ops.chats import chat_context, keys_for
 from ctxstore._core.ops.verify.tokens import check_summaries, check_token_entries
 from ctxstore._core.protocol import Arg, Call, Operation, command_call, script_call
@@ -80,6 +83,8 @@ class _Snapshot:
     #: index key -> the chat's score there (None: not listed); the owner's index only when the
     #: chat hash names a valid owner
     scores: dict[str, float | None]
+    #: the chat's entry in its owner's record (None: not recorded, or no valid owner to look in)
+    recorded: str | None = None
 
     #: (key, name as shown) of every hash field whose name is not UTF-8
     bad_names: tuple[tuple[str, str], ...] = ()
@@ -133,9 +138,10 @@ def _index_keys(state: StoreState, owner: str | None) -> tuple[str, ...]:
 
 
 def _record_calls(
-    state: StoreState, keys: ChatKeys, length: int, indexes: Sequence[str]
+    state: StoreState, keys: ChatKeys, length: int, indexes: Sequence[str], record: str
 ) -> tuple[Call[Any], ...]:
-    """LRANGEs of at most ``read_chunk_messages`` records, the incarnation, the index scores."""
+    """LRANGEs of at most ``read_chunk_messages`` records, the incarnation, the index scores,
+    the chat's entry in its owner's ``record``."""
     log, chat = keys.key("log"), keys.key("chat")
     chunk = state.limits.read_chunk_messages
     calls: list[Call[Any]] = [
@@ -144,7 +150,19 @@ def _record_calls(
     ]
     calls.append(command_call(("HGET", chat, "inc"), keys=(chat,)))
     calls += [command_call(("ZSCORE", index, keys.chat_id), keys=(index,)) for index in indexes]
+    calls.append(command_call(("HGET", record, keys.chat_id), keys=(record,)))
     return tuple(calls)
+
+
+def _owner_record(state: StoreState, owner: str | None) -> str:
+    """The owner record to look the chat up in (a record of nobody's when there is no valid
+    owner: never written, so the lookup finds nothing and the chat's hash is the problem)."""
+    if owner is not None:
+        try:
+            return state.keyspace.owner_record(owner)
+        except InvalidIdError:
+            pass
+    return state.keyspace.owner_record("-")
 
 
 def _read(state: StoreState, keys: ChatKeys) -> Operation[_Snapshot]:
@@ -159,8 +177,9 @@ def _read(state: StoreState, keys: ChatKeys) -> Operation[_Snapshot]:
             continue
         owner = _owner(chat, keys.key("chat"))
         indexes = _index_keys(state, owner)
-        tail = yield _record_calls(state, keys, int(length), indexes)
+        tail = yield _record_calls(state, keys, int(length), indexes, _owner_record(state, owner))
         _fail_on_errors(tail)
+        tail, recorded = tail[:-1], tail[-1]
         chunks, inc, scores = (
             tail[: -len(indexes) - 1],
             tail[-len(indexes) - 1],
@@ -179,6 +198,7 @@ def _read(state: StoreState, keys: ChatKeys) -> Operation[_Snapshot]:
             tok=tok or b"",
             summaries=[(member, float(score)) for member, score in scored_pairs(summaries)],
             scores={index: _score(score) for index, score in zip(indexes, scores, strict=True)},
+            recorded=None if recorded is None or owner is None else text(recorded),
             bad_names=tuple(bad_names),
         )
     raise ConflictError(
@@ -355,6 +375,8 @@ class _Findings:
     checkpoints: dict[str, tuple[bytes, str]] = field(default_factory=dict)
     counters: list[str] = field(default_factory=list)
     indexes: list[str] = field(default_factory=list)
+    #: the owner record the chat is missing from ("" when it is recorded)
+    record: str = ""
     #: position -> the token-entry flag its message's payload gives
     flags: dict[int, int] = field(default_factory=dict)
 
@@ -549,6 +571,16 @@ def _check_indexes(found: _Findings, snapshot: _Snapshot) -> None:
         found.indexes.append(index)
 
 
+def _check_owner_record(found: _Findings, state: StoreState, snapshot: _Snapshot) -> None:
+    """The chat is named in its owner's record (the list erasure walks)."""
+    owner = _owner(snapshot.chat, snapshot.keys.key("chat"))
+    if owner is None or snapshot.recorded is not None:
+        return
+    record = _owner_record(state, owner)
+    found.add("owner record", record, snapshot.keys.chat_id, "the chat is not recorded")
+    found.record = record
+
+
 # --- verifying and repairing -----------------------------------------------------------------
 
 
@@ -563,6 +595,8 @@ class _Plan:
     counters: tuple[str, ...]
     indexes: tuple[str, ...]
     flags: dict[int, int] = field(default_factory=dict)
+    #: the owner record to add the chat to ("" for none)
+    record: str = ""
 
     @property
     def in_chat(self) -> bool:
@@ -578,7 +612,7 @@ class _Plan:
 
     @property
     def empty(self) -> bool:
-        return not self.in_chat and not self.indexes
+        return not self.in_chat and not self.indexes and not self.record
 
     def names(self) -> tuple[str, ...]:
         """What a repair rebuilt, for the report."""
@@ -592,6 +626,7 @@ class _Plan:
         done += list(self.counters)
         done += [f"token flag at {position}" for position in sorted(self.flags)]
         done += [f"index {index}" for index in self.indexes]
+        done += [f"owner record {self.record}"] if self.record else []
         return tuple(done)
 
 
@@ -608,10 +643,13 @@ def _plan(found: _Findings, chat_sound: bool, log_sound: bool) -> _Plan:
         counters=tuple(found.counters) if chat_sound else (),
         indexes=tuple(found.indexes) if chat_sound else (),
         flags=found.flags if derive else {},
+        record=found.record if chat_sound else "",
     )
 
 
-def _check(snapshot: _Snapshot, pause_gc: bool = True) -> tuple[VerifyReport, _Plan]:
+def _check(
+    state: StoreState, snapshot: _Snapshot, pause_gc: bool = True
+) -> tuple[VerifyReport, _Plan]:
     """Every invariant of the snapshot: the report, and the plan that would repair it."""
     found = _Findings()
     chat_sound = _check_chat(found, snapshot)
@@ -634,6 +672,7 @@ def _check(snapshot: _Snapshot, pause_gc: bool = True) -> tuple[VerifyReport, _P
     if snapshot.chat:
         _check_counters(found, snapshot)
         _check_indexes(found, snapshot)
+        _check_owner_record(found, state, snapshot)
     report = VerifyReport(
         chat_id=snapshot.keys.chat_id,
         messages=len(snapshot.records),
@@ -684,7 +723,7 @@ def _repair_call(snapshot: _Snapshot, plan: _Plan) -> Call[tuple[str, int]]:
     )
 
 
-def _repair(snapshot: _Snapshot, plan: _Plan) -> Operation[tuple[str, ...]]:
+def _repair(state: StoreState, snapshot: _Snapshot, plan: _Plan) -> Operation[tuple[str, ...]]:
     """The chat's own keys in one script (it refuses if a write landed since the read), then the
     index entries, which live in other slots."""
     updated_at: Any = snapshot.chat.get("updated_at")
@@ -698,6 +737,11 @@ def _repair(snapshot: _Snapshot, plan: _Plan) -> Operation[tuple[str, ...]]:
             for index in plan.indexes
         )
         _fail_on_errors(outcomes)
+    owner = _owner(snapshot.chat, snapshot.keys.key("chat"))
+    if plan.record and owner is not None:
+        yield owner_records.record_call(
+            state, owner, snapshot.keys.chat_id, snapshot.incarnation or "", state.clock()
+        )
     return plan.names()
 
 
@@ -714,14 +758,14 @@ def verify_chat(
     for _attempt in range(ATTEMPTS):
         snapshot = yield from _read(state, keys)
         _require_chat(snapshot)
-        report, plan = _check(snapshot, state.settings.pause_gc)
+        report, plan = _check(state, snapshot, state.settings.pause_gc)
         if not repair or plan.empty:
             return report
         try:
-            repaired = yield from _repair(snapshot, plan)
+            repaired = yield from _repair(state, snapshot, plan)
         except ConflictError:
             continue
-        after, _plan_after = _check((yield from _read(state, keys)), state.settings.pause_gc)
+        after, _plan_after = _check(state, (yield from _read(state, keys)), state.settings.pause_gc)
         return replace(after, repaired=repaired)
     raise ConflictError(
         f"chat {chat_id!r} kept changing while it was being repaired; try again", chat_id=chat_id
