@@ -132,7 +132,6 @@ MOVED: dict[str, str] = {
             "ChatInfo",
             "ChatPage",
             "CompactionTrigger",
-            "ErasureReceipt",
             "GraphNode",
             "OpenedChat",
             "StoredSummary",

@@ -2,7 +2,8 @@
 
 ``ctxstore [--url URL] [--namespace NS] COMMAND ...`` where COMMAND is ``demo``, ``chats``,
 ``tree``, ``log``, ``branches``, ``checkpoints``, ``export``, ``import``, ``delete``,
-``verify``, ``worker`` (:mod:`ctxstore.worker.command`), ``local`` (the server of a
+``verify``, ``erase-user`` and ``export-user`` (:mod:`ctxstore.cli.lifecycle`), ``worker``
+(:mod:`ctxstore.worker.command`), ``local`` (the server of a
 ``local://`` store, :mod:`ctxstore.cli.local`) or ``web`` (the read-only web console,
 :mod:`ctxstore.cli.web`); ``ctxstore --version`` prints the
 version, and ``python -m ctxstore`` is the same program. Without ``--url`` the store comes from
@@ -36,6 +37,7 @@ from ctxstore._core.format.portable import dumps_line
 from ctxstore.cli import views
 from ctxstore.cli.diagrams import to_dot, to_json, to_mermaid
 from ctxstore.cli.files import FileProblemError, opened_lines, write_text
+from ctxstore.cli.lifecycle import ConfirmationRefusedError, add_lifecycle_commands
 from ctxstore.cli.local import add_local_command
 from ctxstore.cli.terminal import BROKEN_PIPE_EXIT, Style, confirm, silence_stdout
 from ctxstore.cli.tree import printable, visualize_graph
@@ -390,6 +392,7 @@ def build_parser() -> argparse.ArgumentParser:
     delete.set_defaults(handler=_delete)
 
     _add_verify(commands)
+    add_lifecycle_commands(commands, _open_store, _interactive)
     add_worker_command(commands, _positive_int)
     add_local_command(commands)
     add_web_command(commands)
@@ -422,7 +425,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         code: int = args.handler(args)
         sys.stdout.flush()
         return code
-    except _UsageError as error:
+    except (_UsageError, ConfirmationRefusedError) as error:
         return _fail(error, 2)
     except (CtxStoreError, FileProblemError) as error:
         return _fail(error, 1)

@@ -1,0 +1,121 @@
+"""``ctxstore erase-user`` and ``ctxstore export-user``: a user's data, all of it, on request.
+
+``erase-user USER`` erases every chat the user owns in the namespace and everything derived
+from them (:meth:`~ctxstore.store.Store.erase_user`), asking for confirmation on a terminal
+(``--yes`` skips the question; without a terminal it refuses unless ``--yes`` is given, as
+``delete`` does), with its progress on stderr when that is a terminal. It prints the receipt:
+what it removed, by kind, and what it cannot reach (``--json``: the receipt as JSON). Run
+again after an interruption, it finishes the job.
+
+``export-user USER [-o FILE]`` writes every chat of the user as JSON Lines, one chat's export
+after another (each can be imported with ``ctxstore import``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable
+from typing import IO, Any
+
+from ctxstore._core.format.portable import dumps_line
+from ctxstore.cli import views
+from ctxstore.cli.files import write_text
+from ctxstore.cli.terminal import confirm
+from ctxstore.cli.tree import printable
+from ctxstore.models import ErasureProgress, ErasureReceipt
+from ctxstore.store.sync_store import AdminStore
+
+Opener = Callable[[argparse.Namespace], AdminStore]
+
+
+class ConfirmationRefusedError(Exception):
+    """``erase-user`` without ``--yes`` and without a terminal to ask on."""
+
+
+def add_lifecycle_commands(
+    commands: Any, open_store: Opener, interactive: Callable[[], bool]
+) -> None:
+    """The ``erase-user`` and ``export-user`` subcommands on the CLI's subparsers."""
+    erase = commands.add_parser(
+        "erase-user", help="erase every chat of a user and everything derived from them"
+    )
+    erase.add_argument("user", metavar="USER", help="user id")
+    erase.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    erase.add_argument("--json", action="store_true", help="print the receipt as JSON")
+    erase.set_defaults(handler=lambda args: _erase(args, open_store, interactive))
+
+    export = commands.add_parser(
+        "export-user", help="write every chat of a user as JSON Lines, one after another"
+    )
+    export.add_argument("user", metavar="USER", help="user id")
+    export.add_argument(
+        "-o", "--output", default=None, metavar="FILE", help="write to FILE (default: stdout)"
+    )
+    export.set_defaults(handler=lambda args: _export(args, open_store))
+
+
+def _erase(args: argparse.Namespace, open_store: Opener, interactive: Callable[[], bool]) -> int:
+    if not args.yes and not interactive():
+        raise ConfirmationRefusedError(
+            f"erase-user: not erasing user {args.user!r} without --yes (there is no terminal to "
+            "confirm on)"
+        )
+    with open_store(args) as store:
+        if not args.yes:
+            question = printable(
+                f"erase every chat of user {args.user} and everything derived from them, for good?"
+            )
+            if not confirm(question, sys.stdin, sys.stderr):
+                print("ctxstore: nothing erased", file=sys.stderr)
+                return 1
+        shown = _progress_line(sys.stderr) if _is_terminal(sys.stderr) else None
+        receipt = store.erase_user(args.user, progress=shown)
+        if shown is not None:
+            sys.stderr.write("\n")
+    if args.json:
+        print(views.as_json(receipt.as_dict()))
+    else:
+        print(receipt_text(receipt))
+    return 0
+
+
+def _export(args: argparse.Namespace, open_store: Opener) -> int:
+    with open_store(args) as store:
+        write_text(args.output, (dumps_line(record) for record in store.export_user(args.user)))
+    return 0
+
+
+def _is_terminal(stream: IO[str]) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _progress_line(stream: IO[str]) -> Callable[[ErasureProgress], None]:
+    """Overwrites one line of ``stream`` with the erasure's stage and count."""
+
+    def show(progress: ErasureProgress) -> None:
+        of = f" of {progress.total}" if progress.total is not None else ""
+        stream.write(f"\rerasing: {progress.stage}, {progress.done}{of}\x1b[K")
+        stream.flush()
+
+    return show
+
+
+def receipt_text(receipt: ErasureReceipt) -> str:
+    """The receipt for a terminal: the chats, what was removed by kind, what stays out of
+    reach."""
+    chats = len(receipt.chat_ids)
+    lines = [
+        printable(
+            f"erased user {receipt.user_id}: {views.summary_line('chat', chats)}, "
+            f"{receipt.total} keys and entries removed "
+            f"(in {max(0, receipt.finished_at - receipt.started_at)} ms)"
+        )
+    ]
+    lines += [f"  {kind}: {count}" for kind, count in receipt.removed.items()]
+    lines.append("not reachable from here:")
+    lines += [printable(f"  - {place}") for place in receipt.unreachable]
+    return "\n".join(lines)
