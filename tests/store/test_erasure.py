@@ -165,7 +165,7 @@ def test_an_erased_user_leaves_nothing_and_the_other_users_data_is_untouched(
     assert leaks(before, gone)  # the fixture wrote what it meant to
     client = raw_client(store.url)
     kept_keys = {key for key in before if any(t.encode() in key for t in kept.tokens)}
-    kept_bytes = {key: value for key, value in snapshot_of(client, base).items() if key in kept_keys}
+    kept_bytes = {key: dump for key, dump in snapshot_of(client, base).items() if key in kept_keys}
 
     progress: list[ctxstore.models.ErasureProgress] = []
     receipt = store.erase_user(gone.user, progress=progress.append)

@@ -1,0 +1,129 @@
+"""``ctxstore erase-user`` and ``ctxstore export-user``: a user's data, all of it."""
+
+from __future__ import annotations
+
+import io
+import json
+import sys
+
+import pytest
+
+import ctxstore
+from ctxstore.cli.lifecycle import receipt_text
+from ctxstore.cli.main import main
+from ctxstore.models import ErasureReceipt
+from tests.cli.conftest import Run
+from tests.cli.test_cli import assert_one_line_error, seed_trip, store_args
+from tests.cli.test_commands import Terminal, exists
+
+
+def seed_bob(url: str, namespace: str) -> None:
+    with ctxstore.connect(url, namespace=namespace).admin() as store:
+        store.upsert_chat("bobs", "bob")
+        store.append("bobs", None, [{"role": "user", "content": "hi"}], expected_head=None)
+
+
+def test_erase_user_with_yes_erases_and_prints_the_receipt(
+    memory_url: str, namespace: str, run: Run
+) -> None:
+    seed_trip(memory_url, namespace)
+    seed_bob(memory_url, namespace)
+    code, out, err = run(*store_args(memory_url, namespace), "erase-user", "alice", "--yes")
+    assert (code, err) == (0, "")
+    assert out.startswith("erased user alice: 1 chat, ")
+    assert "  messages: 4\n" in out
+    assert "not reachable from here:\n  - " in out
+    assert not exists(memory_url, namespace, "trip")
+    assert exists(memory_url, namespace, "bobs")
+    again = run(*store_args(memory_url, namespace), "erase-user", "alice", "--yes")
+    assert again[0] == 0
+    assert again[1].startswith("erased user alice: 0 chats, 0 keys and entries removed")
+
+
+def test_erase_user_json_is_the_receipt(memory_url: str, namespace: str, run: Run) -> None:
+    seed_trip(memory_url, namespace)
+    code, out, _err = run(
+        *store_args(memory_url, namespace), "erase-user", "alice", "--yes", "--json"
+    )
+    assert code == 0
+    receipt = json.loads(out)
+    assert receipt["user_id"] == "alice"
+    assert receipt["chat_ids"] == ["trip"]
+    assert receipt["removed"]["chats"] == 1
+    assert receipt["unreachable"]
+
+
+def test_erase_user_without_a_terminal_refuses_unless_told(
+    memory_url: str, namespace: str, run: Run, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed_trip(memory_url, namespace)
+    monkeypatch.setattr(sys, "stdin", io.StringIO("y\n"))  # piped: not a terminal
+    message = assert_one_line_error(
+        *run(*store_args(memory_url, namespace), "erase-user", "alice"), 2
+    )
+    assert "without --yes" in message
+    assert exists(memory_url, namespace, "trip")
+
+
+@pytest.mark.parametrize(("answer", "erased"), [("y\n", True), ("n\n", False), ("", False)])
+def test_erase_user_on_a_terminal_asks_first_and_shows_its_progress(
+    memory_url: str,
+    namespace: str,
+    run: Run,
+    monkeypatch: pytest.MonkeyPatch,
+    answer: str,
+    erased: bool,
+) -> None:
+    seed_trip(memory_url, namespace)
+    monkeypatch.setattr(sys, "stdin", Terminal(answer))
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    code = main([*store_args(memory_url, namespace), "erase-user", "alice"])
+    shown = sys.stderr.getvalue()
+    assert shown.startswith(
+        "erase every chat of user alice and everything derived from them, for good? [y/N] "
+    )
+    assert exists(memory_url, namespace, "trip") is not erased
+    if erased:
+        assert code == 0
+        assert "\rerasing: chats, 1 of 1" in shown
+        assert "\rerasing: record, 1 of 1" in shown
+    else:
+        assert code == 1
+        assert shown.endswith("ctxstore: nothing erased\n")
+
+
+def test_erase_user_refuses_an_id_that_is_no_user_id(
+    memory_url: str, namespace: str, run: Run
+) -> None:
+    message = assert_one_line_error(
+        *run(*store_args(memory_url, namespace), "erase-user", "a{b}", "--yes"), 1
+    )
+    assert "user_id" in message
+
+
+def test_export_user_writes_every_chat_of_the_user(
+    memory_url: str, namespace: str, run: Run, tmp_path: object
+) -> None:
+    seed_trip(memory_url, namespace)
+    seed_bob(memory_url, namespace)
+    code, out, err = run(*store_args(memory_url, namespace), "export-user", "alice")
+    assert (code, err) == (0, "")
+    records = [json.loads(line) for line in out.splitlines()]
+    assert [r["id"] for r in records if r["type"] == "chat"] == ["trip"]
+    with ctxstore.connect(memory_url, namespace=namespace).admin() as store:
+        assert records == [json.loads(json.dumps(r)) for r in store.export_chat("trip")]
+
+
+def test_the_receipt_text_names_every_kind() -> None:
+    receipt = ErasureReceipt(
+        user_id="u",
+        chat_ids=("a", "b"),
+        removed={"chats": 2, "chat keys": 9},
+        started_at=10,
+        finished_at=25,
+        unreachable=("logs",),
+    )
+    assert receipt_text(receipt) == (
+        "erased user u: 2 chats, 9 keys and entries removed (in 15 ms)\n"
+        "  chats: 2\n  chat keys: 9\nnot reachable from here:\n  - logs"
+    )
