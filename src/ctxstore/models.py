@@ -192,6 +192,9 @@ class AppendResult:
     context_tokens: int = -1
     #: The compaction job this append enqueued (its marker), None for none.
     compaction_job: str | None = None
+    #: The incarnation of the chat written to (see :class:`ChatMeta`): pass it back as
+    #: ``incarnation`` so a later write fails on a chat deleted (or re-created) since.
+    incarnation: str | None = None
 
 
 class StoredMessage(TypedDict):

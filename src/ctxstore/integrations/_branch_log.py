@@ -39,6 +39,7 @@ from ctxstore._core.ops.opening import upsert_chat
 from ctxstore._core.protocol import Operation
 from ctxstore.errors import (
     ChatNotFoundError,
+    ChatReplacedError,
     ConfigurationError,
     HeadConflictError,
     ScopeError,
@@ -91,6 +92,9 @@ class BranchLog:
         self.user_id = check_key_id(user_id, "user_id")
         store.state.keyspace.chat(chat_id)  # an id that cannot name a chat fails here
         self._head: str | None = None  # the newest head seen: a hint for the next append
+        # The incarnation of the chat this log has seen (read or written): its writes carry it,
+        # so once the chat is deleted (or erased) they fail instead of creating it again.
+        self._incarnation: str | None = None
         self._nonce = new_request_id()  # this log's part of its writes' request ids
 
     # --- running -------------------------------------------------------------------------------
@@ -150,6 +154,7 @@ class BranchLog:
         except ChatNotFoundError:
             return None
         self._head = info.head_message_id
+        self._incarnation = chain.incarnation
         return chain
 
     def extend(
@@ -159,7 +164,9 @@ class BranchLog:
         *,
         any_items: bool = False,
     ) -> Operation[None]:
-        """Append ``payloads`` in order to the active branch (creating the chat if missing),
+        """Append ``payloads`` in order to the active branch (creating the chat if missing
+        and this log has not seen it: a chat it saw that is gone since, deleted or erased
+        elsewhere, is a :class:`~ctxstore.errors.ChatReplacedError`, and nothing is written),
         each with its ``metadata`` (stored beside the payload, read back by :meth:`read_stored`).
         ``any_items``: payloads with neither ``role`` nor ``type`` are stored as they are.
 
@@ -187,16 +194,21 @@ class BranchLog:
                     on_conflict="rebase",
                     user_id=self.user_id,
                     any_items=any_items,
+                    incarnation=self._incarnation,
                     request_id=self._request_for(payloads, extras),
                     recall=False,  # a retry comes after the write moved the head: found then
                 )
+            except ChatReplacedError:
+                raise  # the chat this log saw is gone: never brought back by a late write
             except ChatNotFoundError:
                 if attempt == _CREATE_ATTEMPTS - 1:
                     raise
                 self._head = None
-                yield from upsert_chat(state, self.chat_id, self.user_id)
+                meta = yield from upsert_chat(state, self.chat_id, self.user_id)
+                self._incarnation = meta.incarnation
                 continue
             self._head = result.head_message_id
+            self._incarnation = result.incarnation
             return
 
     def _request_for(
@@ -254,7 +266,8 @@ class BranchLog:
         return None  # not reached: the last attempt returns or raises
 
     def clear(self) -> Operation[bool]:
-        """Delete the chat (True if this call deleted it)."""
+        """Delete the chat (True if this call deleted it); the log's next add starts a new one."""
         self._head = None
+        self._incarnation = None
         deleted: bool = yield from delete_chat(self.store.state, self.chat_id, user_id=self.user_id)
         return deleted

@@ -126,7 +126,12 @@ class JobStreams:
         return int(pending[0].get("times_delivered", 1))
 
     async def ack(self, stream: str, entry_id: str) -> None:
-        await self.client.xack(stream, GROUP, entry_id)
+        """Acknowledge a job and delete its entry: a stream holds only the jobs still to do
+        (so its length is the backlog, and a chat's id leaves the stream with its last job)."""
+        pipe = self.client.pipeline(transaction=False)
+        pipe.xack(stream, GROUP, entry_id)
+        pipe.xdel(stream, entry_id)
+        await pipe.execute()
 
     async def dead_letter(self, job: Job, error: str, attempts: int) -> None:
         """Park a job that kept failing, with its error, then acknowledge it."""

@@ -371,6 +371,7 @@ def _parse_append(
         updated_at=int(reply.updated_at),
         context_tokens=int(reply.context_tokens),
         compaction_job=text(reply.job) or None,
+        incarnation=text(reply.incarnation) or None,
     )
     return (
         result,
