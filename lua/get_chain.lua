@@ -14,7 +14,8 @@
 -- ARGV[4] start      the head message id, the branch name or the position
 -- ARGV[5] max_depth  the longest chain to read
 -- ARGV[6] known      a position whose chain the caller holds already (-1 for none)
--- ARGV[7] known_inc  the incarnation that chain was read from
+-- ARGV[7] known_inc  what that chain was read from: the incarnation, and "~<rgen>" after it
+--                    once the chat had a message redacted (see cache_id in lib/reads.lua)
 -- ARGV[8] inline     the most records to return in the reply; a longer chain comes back as
 --                    ranges, which the caller reads with LRANGE
 -- ARGV[9] known_tag  the tag of the record at `known` when the caller read it
@@ -27,7 +28,8 @@
 -- ARGV[14] summaries     "1": the read starts after the newest summary on the chain and
 --                        returns that summary; a window's max_tokens then counts it too
 -- Reply: {branch name ("" unless branch mode), branch record ("" unless branch mode), active
---         branch, incarnation, head position, chain length, base, {covered ranges},
+--         branch, incarnation (with "~<rgen>" after a redaction: what the caller caches the
+--         chain as), head position, chain length, base, {covered ranges},
 --         {LRANGE replies}, {ranges left}, next} (see chain_reply in lib/reads.lua), then the
 --         chain's tokens, the number of messages kept (the window's, else the chain length)
 --         and the tokens of those messages, the summary's position (-1: none) and member ("")
@@ -43,7 +45,8 @@
 -- same incarnation) is not sent again.
 
 return run(function()
-  local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'active_branch'})
+  local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'active_branch', 'rgen'})
+  local cached = cache_id(inc, fields[2])
   local active = fields[1] or ''
   local name, raw_branch, head, depth = '', '', -1, 0
   if ARGV[3] == 'branch' then
@@ -131,7 +134,7 @@ return run(function()
     end
   end
   local reply = chain_reply(KEYS[4], KEYS[2], head, depth, read_limit,
-                            known_position(KEYS[2], ARGV[6], ARGV[7], ARGV[9], inc), inline,
+                            known_position(KEYS[2], ARGV[6], ARGV[7], ARGV[9], cached), inline,
                             read)
   reply[#reply + 1] = chain_tokens
   reply[#reply + 1] = kept
@@ -142,5 +145,5 @@ return run(function()
   -- A chat of one run has no fork: every message is the only child of its parent, so no
   -- message has versions and a reader needs no second look (chain_versions.lua).
   reply[#reply + 1] = redis.call('ZCARD', KEYS[4]) > 1 and 1 or 0
-  return {name, raw_branch, active, inc, unpack(reply)}
+  return {name, raw_branch, active, cached, unpack(reply)}
 end)

@@ -18,7 +18,7 @@
 --                    summary then reads with get_chain.lua)
 -- ARGV[5] max_depth  the longest chain to read
 -- ARGV[6] known      a position whose chain the caller holds already (-1 for none)
--- ARGV[7] known_inc  the incarnation that chain was read from
+-- ARGV[7] known_inc  what that chain was read from (see cache_id in lib/reads.lua)
 -- ARGV[8] inline     the most records to return in the reply (see get_chain.lua)
 -- ARGV[9] known_tag  the tag of the record at `known` when the caller read it
 -- ARGV[10] max_keys   the most metadata keys the chat may hold after the merge
@@ -66,7 +66,8 @@ return run(function()
       fail('TAKEN', {what = 'chat'})
     end
     local _owner
-    _owner, inc, fields = open_chat(chat, ARGV[1], '', {'updated_at', 'active_branch', 'ttl'})
+    _owner, inc, fields = open_chat(chat, ARGV[1], '', {'updated_at', 'active_branch', 'ttl',
+                                                    'rgen'})
     active = fields[2]
     ttl = chat_ttl(chat, fields[3])
     if inc == ARGV[3] then
@@ -132,8 +133,9 @@ return run(function()
   local reply = {created, redis.call('HGETALL', chat), active, format_branch(record),
                  redis.call('ZCARD', KEYS[3]) > 1 and 1 or 0}
   if load == '1' then
+    local known = known_position(KEYS[2], ARGV[6], ARGV[7], ARGV[9], cache_id(inc, fields[4]))
     local chain = chain_reply(KEYS[3], KEYS[2], record.pos, record.depth, tonumber(ARGV[5]),
-                              known_position(KEYS[2], ARGV[6], ARGV[7], ARGV[9], inc),
+                              known,
                               tonumber(ARGV[8]))
     for _, item in ipairs(chain) do
       reply[#reply + 1] = item

@@ -4,10 +4,11 @@
 
 -- The chat hash's fields the reader of a chat parses, besides metadata ("m:<key>", msgpack),
 -- usage ("u:<counter>", counts) and the identity open_chat checks: true for counts and times,
--- false for text. All but the title and the retention are always there.
+-- false for text. All but the title, the retention and the redaction generation are always
+-- there.
 local CHAT_FIELDS = {created_at = true, updated_at = true, active_branch = false, title = false,
-                     ttl = true}
-local OPTIONAL_CHAT_FIELDS = {title = true, ttl = true}
+                     ttl = true, rgen = true}
+local OPTIONAL_CHAT_FIELDS = {title = true, ttl = true, rgen = true}
 
 -- Fails unless every field of the chat hash that the reader of a chat parses is well formed,
 -- those in `replaced` (field name -> true) excepted: the caller overwrites them. A script that

@@ -59,12 +59,22 @@ local function chain_reply(runs_key, log_key, head, depth, max_depth, known, inl
   return {head, depth, base, covered, parts, left, next_pos}
 end
 
--- The position the caller's cache holds a chain up to, when it is of this incarnation and the
--- record there still has the tag the cache saw (a record lost by Redis and its position reused
--- never matches).
-local function known_position(log_key, known, known_inc, known_tag, inc)
+-- What a cached chain of this chat must have been read from: its incarnation, followed by
+-- "~<rgen>" once a message was redacted (redact_message.lua moves the chat's `rgen`), so a
+-- copy another process cached before a redaction is never served again.
+local function cache_id(inc, rgen)
+  if not rgen or rgen == '0' then
+    return inc
+  end
+  return inc .. '~' .. rgen
+end
+
+-- The position the caller's cache holds a chain up to, when it was read from this chat as it
+-- is (`cached`: cache_id's) and the record there still has the tag the cache saw (a record
+-- lost by Redis and its position reused never matches).
+local function known_position(log_key, known, known_inc, known_tag, cached)
   local pos = tonumber(known) or -1
-  if known_inc ~= inc or pos < 0 or tag_at(log_key, pos) ~= known_tag then
+  if known_inc ~= cached or pos < 0 or tag_at(log_key, pos) ~= known_tag then
     return -1
   end
   return pos

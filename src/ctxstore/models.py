@@ -391,6 +391,29 @@ class ErasureProgress:
     total: int | None
 
 
+@dataclass(frozen=True)
+class Redaction:
+    """What :meth:`~ctxstore.store.Store.redact_message` changed.
+
+    ``redacted`` is False when the message was redacted already (nothing was written).
+    ``tokens_before`` / ``tokens_after``: the message's own tokens; ``positions_recounted``:
+    how many messages (on every branch through it) had their chain totals moved.
+    ``summaries_dropped``: summaries written from its text, gone; ``compaction_job``: the job
+    enqueued to summarize again (on ``branch``, the chat's active one), None when no summary
+    was dropped. ``stream_entries_removed``: pieces of the answer stream that carried it."""
+
+    message_id: str
+    redacted: bool
+    summaries_dropped: int
+    stream_entries_removed: int
+    tokens_before: int
+    tokens_after: int
+    positions_recounted: int
+    title_replaced: bool
+    compaction_job: str | None
+    branch: str
+
+
 @dataclass(frozen=True, slots=True)
 class StreamPiece:
     """A piece of an answer's text as a reader gets it: ``id`` is its Redis Stream entry id

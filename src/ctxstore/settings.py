@@ -25,6 +25,7 @@ from typing import Any, Final, Literal, get_args
 
 from ctxstore._base.ids import check_key_prefix
 from ctxstore.errors import ConfigurationError, ValidationError
+from ctxstore.messages.redaction import DEFAULT_REDACTION_MARKER
 from ctxstore.messages.tokens import TokenCounter
 
 #: The longest retention a chat takes (about 100 years): longer is surely a unit mistake.
@@ -126,6 +127,10 @@ class Limits:
             )
 
 
+#: The longest redaction marker (it stands in for message text and titles).
+MAX_MARKER_CHARS = 256
+
+
 @dataclass(frozen=True, kw_only=True)
 class Settings:
     """Everything a store is set up with besides its URL (see the module docstring).
@@ -143,9 +148,10 @@ class Settings:
     chats a store creates expire whole that long after their last write. ``pause_gc`` pauses
     Python's cyclic garbage collector while a long chain (256 messages or more) is decoded, a
     sixth of a 10,000-message cold read (process-wide, counted across threads; False leaves the
-    collector alone). ``redis_options`` go to the redis-py client a store makes from its URL
-    (``socket_timeout``, ``password``...), checked against that client's signature by
-    ``connect()``.
+    collector alone). ``redaction_marker`` is the text a redacted message (and a title made
+    from it) shows instead (:meth:`~ctxstore.store.Store.redact_message`). ``redis_options`` go
+    to the redis-py client a store makes from its URL (``socket_timeout``, ``password``...),
+    checked against that client's signature by ``connect()``.
     """
 
     namespace: str | None = None
@@ -159,6 +165,7 @@ class Settings:
     durability_timeout: float = DEFAULT_DURABILITY_TIMEOUT
     ttl: TTL = None
     pause_gc: bool = True
+    redaction_marker: str = DEFAULT_REDACTION_MARKER
     redis_options: Mapping[str, Any] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
@@ -199,6 +206,7 @@ class Settings:
         ttl_ms(self.ttl)
         if not isinstance(self.pause_gc, bool):
             raise ConfigurationError(f"pause_gc must be True or False, got {self.pause_gc!r}")
+        check_marker(self.redaction_marker)
         if not isinstance(self.redis_options, Mapping):
             raise ConfigurationError(f"redis_options must be a mapping, got {self.redis_options!r}")
 
@@ -214,6 +222,20 @@ class Settings:
         if unknown:
             raise TypeError(f"Settings has no field {unknown[0]!r}")
         return dataclasses.replace(self, **overrides) if overrides else self
+
+
+def check_marker(marker: object) -> str:
+    """A redaction marker: one line of 1 to ``MAX_MARKER_CHARS`` characters."""
+    if not isinstance(marker, str) or not 0 < len(marker) <= MAX_MARKER_CHARS:
+        raise ConfigurationError(
+            f"redaction_marker must be a string of 1 to {MAX_MARKER_CHARS} characters, "
+            f"got {marker!r}"
+        )
+    if any(ord(char) < 32 or 127 <= ord(char) < 160 for char in marker):
+        raise ConfigurationError(
+            f"redaction_marker must be one line without control characters: {marker!r}"
+        )
+    return marker
 
 
 #: The names of :class:`Settings`' fields: what ``connect(**overrides)`` may name.

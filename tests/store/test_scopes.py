@@ -52,6 +52,7 @@ UNSCOPED: dict[str, Call] = {
     "list_checkpoints": lambda s: s.list_checkpoints("c1"),
     "delete_checkpoint": lambda s: s.delete_checkpoint("c1", "cp"),
     "get_graph": lambda s: s.get_graph("c1"),
+    "redact_message": lambda s: s.redact_message("c1", "m2"),
     "export_chat": lambda s: s.export_chat("c1"),
     "import_chat": lambda s: s.import_chat([]),
     "read_stream": lambda s: s.read_stream("c1", "1-0.abcdef"),

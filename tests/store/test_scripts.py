@@ -214,6 +214,10 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     store.get_graph("c1")
     store.run(graph_window(store.state, "c1"))
     store.write_summary("c1", first.head_message_id, "a summary")
+    store.redact_message("c1", first.message_ids[0], reason="a test")
+    store.state.cluster = True  # the job follows the reply on a Redis Cluster
+    store.redact_message("c1", first.message_ids[1])
+    store.state.cluster = False
     store.client.delete(store.state.keyspace.chat("c1").key("alias"))  # something to repair
     store.client.hset(store.state.keyspace.chat("c1").key("chat"), "message_count", 0)
     store.verify_chat("c1", repair=True)

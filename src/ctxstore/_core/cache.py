@@ -57,6 +57,10 @@ class CachedChain:
     #: The index of the chain's first UI message, -1 for none: found when the chain is built
     #: (a chain that grows scans only what it adds), so a resolve never scans the chain.
     first_ui: int = -1
+    #: ``"~<rgen>"`` when the chat had a message redacted before this chain was read, else "":
+    #: a read sends it with the incarnation, and a chain cached before a redaction is read
+    #: again in full (see ``cache_id`` in ``lua/lib/reads.lua``).
+    generation: str = ""
 
     def messages(self) -> list[StoredMessage]:
         """The chain's messages, root first: the caller's (see :class:`OwnedList`)."""

@@ -20,7 +20,7 @@ from typing import Any
 
 from ctxstore._base.litellm import aimport_litellm, import_litellm, reply_text
 from ctxstore.errors import ValidationError
-from ctxstore.messages.text import message_text
+from ctxstore.messages.text import DEFAULT_TITLE, collapsed_text, static_title
 from ctxstore.prompt.fragment import Fragment
 from ctxstore.prompt.messages import message_payload
 
@@ -34,12 +34,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: The title of a chat whose first message has no text.
-DEFAULT_TITLE = "New Chat"
 #: The model asked for titles when the caller names none.
 DEFAULT_TITLE_MODEL = "gpt-4o-mini"
 
-_STATIC_TITLE_CHARS = 100
 #: How much of the message the model sees: the title is about its opening, and long pastes
 #: would only cost tokens.
 _PROMPT_TEXT_CHARS = 2000
@@ -70,7 +67,7 @@ def static_chat_title(message: TitleSource) -> str:
     ``message`` is a message fragment or a chat-message dict; list content contributes its text
     parts. A message without text gets ``New Chat``.
     """
-    return _static_title(_message_text(message))
+    return static_title(_message_text(message))
 
 
 def generate_chat_title(
@@ -125,7 +122,7 @@ def _title_request(
 ) -> tuple[str, dict[str, Any] | None]:
     """The static fallback title, and the completion arguments (None: no text to title)."""
     text = _message_text(message)
-    fallback = _static_title(text)
+    fallback = static_title(text)
     if not text:
         return fallback, None
     request = {
@@ -137,14 +134,6 @@ def _title_request(
         ],
     }
     return fallback, request
-
-
-def _static_title(text: str) -> str:
-    if not text:
-        return DEFAULT_TITLE
-    if len(text) > _STATIC_TITLE_CHARS:
-        return text[:_STATIC_TITLE_CHARS] + "..."
-    return text
 
 
 def _title_from_response(response: Any, fallback: str) -> str:
@@ -182,5 +171,4 @@ def _message_text(message: TitleSource) -> str:
         payload = dict(message)
     else:
         raise ValidationError(f"a chat title needs a message fragment or dict, got {message!r}")
-    text = message_text(payload)
-    return " ".join(text.split())
+    return collapsed_text(payload)

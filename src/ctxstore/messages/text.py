@@ -113,3 +113,24 @@ def preview(message: Mapping[str, Any], width: int = 60) -> str:
         if calls:
             text = "calls " + ", ".join(name for name, _arguments in calls)
     return one_line(text, width)
+
+
+#: The title of a chat whose first message has no text.
+DEFAULT_TITLE = "New Chat"
+#: A static title keeps this many characters of its message's text.
+STATIC_TITLE_CHARS = 100
+
+
+def collapsed_text(message: Mapping[str, Any]) -> str:
+    """The message's readable text with its whitespace collapsed (what titles are made of)."""
+    return " ".join(message_text(message).split())
+
+
+def static_title(text: str) -> str:
+    """The static title of a message whose collapsed text is ``text``: the text, cut to
+    ``STATIC_TITLE_CHARS`` characters plus ``...``; ``DEFAULT_TITLE`` for none."""
+    if not text:
+        return DEFAULT_TITLE
+    if len(text) > STATIC_TITLE_CHARS:
+        return text[:STATIC_TITLE_CHARS] + "..."
+    return text

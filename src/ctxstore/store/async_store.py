@@ -27,6 +27,7 @@ from ctxstore._core.ops import (
     listing,
     opening,
     reads,
+    redaction,
     retention,
     summaries,
     versions,
@@ -52,6 +53,7 @@ from ctxstore.models import (
     MessageInput,
     MessageVersion,
     OpenedChat,
+    Redaction,
     StoredMessage,
     StreamPiece,
     VerifyReport,
@@ -526,6 +528,27 @@ class AsyncStore(StoreShell):
         return await self.run(
             checkpoints.delete_checkpoint(
                 self._state, chat_id, name, user_id=self._owner(user_id, "delete_checkpoint")
+            )
+        )
+
+    # --- redaction -----------------------------------------------------------------------------
+
+    async def redact_message(
+        self,
+        chat_id: str,
+        message_id: str,
+        *,
+        reason: str | None = None,
+        user_id: str | None = None,
+    ) -> Redaction:
+        """The async form of :meth:`Store.redact_message`."""
+        return await self.run(
+            redaction.redact_message(
+                self._state,
+                chat_id,
+                message_id,
+                reason=reason,
+                user_id=self._owner(user_id, "redact_message"),
             )
         )
 

@@ -33,6 +33,7 @@ from ctxstore.models import (
     MessageInput,
     MessageVersion,
     OpenedChat,
+    Redaction,
     StoredMessage,
     StreamPiece,
     WrittenSummary,
@@ -350,6 +351,12 @@ class UserStore(_Scope):
         """The user-scoped form of :meth:`Store.delete_checkpoint`."""
         return self._store.delete_checkpoint(chat_id, name, user_id=self.user_id)
 
+    def redact_message(
+        self, chat_id: str, message_id: str, *, reason: str | None = None
+    ) -> Redaction:
+        """The user-scoped form of :meth:`Store.redact_message`."""
+        return self._store.redact_message(chat_id, message_id, reason=reason, user_id=self.user_id)
+
     def get_graph(self, chat_id: str) -> ChatGraph:
         """The user-scoped form of :meth:`Store.get_graph`."""
         return self._store.get_graph(chat_id, user_id=self.user_id)
@@ -590,6 +597,14 @@ class AsyncUserStore(_Scope):
     async def delete_checkpoint(self, chat_id: str, name: str) -> bool:
         """The async user-scoped form of :meth:`Store.delete_checkpoint`."""
         return await self._store.delete_checkpoint(chat_id, name, user_id=self.user_id)
+
+    async def redact_message(
+        self, chat_id: str, message_id: str, *, reason: str | None = None
+    ) -> Redaction:
+        """The async user-scoped form of :meth:`Store.redact_message`."""
+        return await self._store.redact_message(
+            chat_id, message_id, reason=reason, user_id=self.user_id
+        )
 
     async def get_graph(self, chat_id: str) -> ChatGraph:
         """The async user-scoped form of :meth:`Store.get_graph`."""

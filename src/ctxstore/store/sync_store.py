@@ -25,6 +25,7 @@ from ctxstore._core.ops import (
     listing,
     opening,
     reads,
+    redaction,
     retention,
     summaries,
     versions,
@@ -48,6 +49,7 @@ from ctxstore.models import (
     MessageInput,
     MessageVersion,
     OpenedChat,
+    Redaction,
     StoredMessage,
     StreamPiece,
     VerifyReport,
@@ -533,6 +535,34 @@ class Store(StoreShell):
         return self.run(
             checkpoints.delete_checkpoint(
                 self._state, chat_id, name, user_id=self._owner(user_id, "delete_checkpoint")
+            )
+        )
+
+    # --- redaction -----------------------------------------------------------------------------
+
+    def redact_message(
+        self,
+        chat_id: str,
+        message_id: str,
+        *,
+        reason: str | None = None,
+        user_id: str | None = None,
+    ) -> Redaction:
+        """Redact one message: its payload and its metadata values become the store's
+        ``redaction_marker``; its id, role, parent and position stay, so every branch,
+        checkpoint and tool-call pair stays valid. Its token count is taken again (every chain
+        through it follows), the summaries written from it are dropped (a compaction job is
+        enqueued to write them again), its answer stream's pieces and a title made from it go
+        too, and no process serves a copy it read before. One atomic script; redacting a
+        redacted message changes nothing (``Redaction.redacted`` is False). The one change
+        the immutable graph allows."""
+        return self.run(
+            redaction.redact_message(
+                self._state,
+                chat_id,
+                message_id,
+                reason=reason,
+                user_id=self._owner(user_id, "redact_message"),
             )
         )
 

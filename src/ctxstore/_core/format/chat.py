@@ -141,6 +141,7 @@ _FIELD_CHECKS: dict[str, Callable[[Any, str, str], Any]] = {
     "checkpoint_seq": field_count,
     "req_since": field_count,  # written by releases before the request ring; still checked
     "req_slot": _request_slot,
+    "rgen": field_count,  # how many redactions the chat had (what cached chains are read from)
     "title": field_text,
     "active_branch": field_text,
 }

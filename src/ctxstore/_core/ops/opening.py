@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from ctxstore._base.ids import check_key_id
 from ctxstore._core.cache import CachedChain
 from ctxstore._core.format.chat import chat_meta
-from ctxstore._core.format.fields import field_text
+from ctxstore._core.format.fields import field_text, pairs
 from ctxstore._core.format.pointers import branch_info
 from ctxstore._core.ids import new_incarnation
 from ctxstore._core.ops import owner_records
@@ -20,7 +20,13 @@ from ctxstore._core.ops.chats import (
     metadata_limit_args,
     touch_indexes,
 )
-from ctxstore._core.ops.reads import assemble_chain, check_head, parse_chain_reply, read_args
+from ctxstore._core.ops.reads import (
+    assemble_chain,
+    check_head,
+    generation_of,
+    parse_chain_reply,
+    read_args,
+)
 from ctxstore._core.ops.retention import ttl_arg
 from ctxstore._core.protocol import Call, Operation, script_call
 from ctxstore._core.scripts import load_script
@@ -128,7 +134,10 @@ def _parse(chat_id: str, chat_key: str, branch_key: str, reply: Sequence[Any]) -
     meta = chat_meta(chat_id, chat_key, flat)
     active = field_text(active, chat_key, "active_branch")
     info, _seq = branch_info(active, raw_branch, active=active, key=branch_key)
-    chain_reply = replace(parse_chain_reply(chain), forked=bool(forked)) if chain else None
+    chain_reply = None
+    if chain:
+        generation = generation_of(pairs(flat, chat_key).get("rgen"))
+        chain_reply = replace(parse_chain_reply(chain), forked=bool(forked), generation=generation)
     return bool(created), meta, info, chain_reply, bool(forked)
 
 

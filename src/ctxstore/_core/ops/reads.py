@@ -84,7 +84,23 @@ def known_args(cached: CachedChain | None) -> tuple[int, str, str]:
     of its record."""
     if cached is None:
         return -1, "", ""
-    return cached.head, cached.incarnation, cached.head_tag
+    return cached.head, cached.incarnation + cached.generation, cached.head_tag
+
+
+def split_cache_id(raw: str) -> tuple[str, str]:
+    """(incarnation, generation) of what a read reply says its chain was read from: the
+    incarnation names the messages; the generation (``"~<rgen>"``, or "") tells a copy read
+    before a redaction from one read after."""
+    incarnation, mark, rgen = raw.partition("~")
+    return incarnation, mark + rgen
+
+
+def generation_of(rgen: Any) -> str:
+    """The generation a chat hash's ``rgen`` field stands for ("" for none)."""
+    if rgen is None:
+        return ""
+    shown = rgen.decode() if isinstance(rgen, bytes) else str(rgen)
+    return "" if shown in ("", "0") else f"~{shown}"
 
 
 def assemble_chain(
@@ -131,7 +147,15 @@ def assemble_chain(
     else:
         first_ui = first_ui_message(payloads, base.length if base is not None else 0)
     chain = CachedChain(
-        incarnation, reply.head, head_tag, length, messages, payloads, size, first_ui
+        incarnation,
+        reply.head,
+        head_tag,
+        length,
+        messages,
+        payloads,
+        size,
+        first_ui,
+        generation=reply.generation,
     )
     if reply.head >= 0:
         state.cache.store(chat.chat_id, cache_key, chain)
@@ -357,13 +381,15 @@ def get_chain(
 def _parse_read(reply: Sequence[Any], chat_key: str) -> tuple[str, Any, str, str, ChainReply]:
     """The reply of get_chain.lua. The branch name is the caller's or the chat's active one,
     and the active branch and incarnation come from the chat hash."""
-    name, raw_branch, active, inc, *chain = reply
+    name, raw_branch, active, read_from, *chain = reply
+    inc, generation = split_cache_id(field_text(read_from, chat_key, "inc"))
+    parsed = parse_chain_reply(chain)
     return (
         field_text(name, chat_key, "active_branch"),
         raw_branch,
         field_text(active, chat_key, "active_branch"),
-        field_text(inc, chat_key, "inc"),
-        parse_chain_reply(chain),
+        inc,
+        replace(parsed, generation=generation) if generation else parsed,
     )
 
 
@@ -558,6 +584,9 @@ class ChainReply:
     versions: dict[str, tuple[int, int]] | None = None
     #: Whether the chat may have forks (more than one run): without, no message has versions.
     forked: bool = True
+    #: ``"~<rgen>"`` once the chat had a message redacted, else "": what a cached chain records
+    #: beside its incarnation (see ``cache_id`` in ``lua/lib/reads.lua``).
+    generation: str = ""
 
 
 def parse_chain_reply(reply: Sequence[Any]) -> ChainReply:

@@ -1,0 +1,192 @@
+"""Redacting one message: the one change the immutable graph allows.
+
+Two round trips. The first reads the message's record (``get_message.lua``, as its owner);
+the client builds the redacted record from it (:mod:`ctxstore.messages.redaction`: the same
+parent, time, chosen id and tag, so the message keeps its id and place on every branch) and
+counts its tokens. The second is ``redact_message.lua``, one atomic script on the chat's slot:
+it checks the record is still the one read (else the whole call starts over), replaces it,
+moves the token totals of every position descending from it, drops the summaries written
+from it, removes its answer stream's pieces, replaces a title made from it, enqueues a
+compaction when a summary went, and moves the chat's redaction generation so no process serves
+a copy it cached before. Checked before its first write; a second call finds the record
+redacted already and writes nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import msgpack
+
+from ctxstore._base.ids import check_name
+from ctxstore._core.format.codec import encode
+from ctxstore._core.format.fields import text
+from ctxstore._core.format.jobs import DEFAULT_KEEP
+from ctxstore._core.format.records import encode_record, read_record
+from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
+from ctxstore._core.protocol import Operation, command_call, script_call
+from ctxstore._core.scripts import load_script
+from ctxstore._core.state import StoreState
+from ctxstore.errors import ConflictError, CorruptionError, ValidationError
+from ctxstore.messages.redaction import redacted_metadata, redacted_payload
+from ctxstore.messages.text import collapsed_text, static_title
+from ctxstore.models import Redaction
+
+#: How often a redaction starts over when the record changed between its read and its write.
+ATTEMPTS = 3
+#: The longest reason a redaction records.
+MAX_REASON_CHARS = 1024
+
+
+def redact_message(
+    state: StoreState,
+    chat_id: str,
+    message_id: str,
+    *,
+    reason: str | None = None,
+    user_id: str | None = None,
+    incarnation: str | None = None,
+) -> Operation[Redaction]:
+    """Replace the message's payload and metadata values by the store's redaction marker (see
+    the module docstring)."""
+    check_name(message_id, "message_id")
+    _check_reason(reason)
+    chat = state.keyspace.chat(chat_id)
+    for _attempt in range(ATTEMPTS):
+        position, raw, message_id_read = yield _read_call(
+            state, chat_id, message_id, user_id, incarnation
+        )
+        try:
+            redaction: Redaction = yield _redact_call(
+                state, chat_id, message_id_read, position, raw, reason, user_id, incarnation
+            )
+        except ConflictError as error:
+            if error.details.get("reason") != "changed":
+                raise
+            continue
+        state.cache.forget(chat_id)
+        if redaction.compaction_job is not None and state.cluster:
+            stream = state.keyspace.job_stream(chat_id)
+            yield command_call(
+                (
+                    "XADD", stream, "MAXLEN", "~", 100_000, "*", "chat", chat_id,
+                    "branch", redaction.branch, "job", redaction.compaction_job,
+                    "soft", "", "keep", DEFAULT_KEEP,
+                ),
+                (stream,),
+                writes=True,
+            )  # fmt: skip
+        return redaction
+    raise ConflictError(
+        f"message {message_id!r} of chat {chat.chat_id!r} kept changing while it was being "
+        "redacted; try again",
+        chat_id=chat_id,
+    )
+
+
+def _check_reason(reason: object) -> None:
+    if reason is None:
+        return
+    if not isinstance(reason, str):
+        raise ValidationError(f"reason must be a string or None, got {type(reason).__name__}")
+    if len(reason) > MAX_REASON_CHARS:
+        raise ValidationError(f"reason is {len(reason)} characters, over {MAX_REASON_CHARS}")
+
+
+def _read_call(
+    state: StoreState,
+    chat_id: str,
+    message_id: str,
+    user_id: str | None,
+    incarnation: str | None,
+) -> Any:
+    """The message's position and record as stored (``get_message.lua``)."""
+    script = load_script("get_message")
+    return script_call(
+        script,
+        keys_for(script, state.keyspace.chat(chat_id)),
+        (*scope_args(user_id, incarnation), message_id),
+        parse=lambda reply: (int(reply[0]), bytes(reply[1]), message_id),
+        context=chat_context(chat_id),
+    )
+
+
+def _redact_call(
+    state: StoreState,
+    chat_id: str,
+    message_id: str,
+    position: int,
+    raw: bytes,
+    reason: str | None,
+    user_id: str | None,
+    incarnation: str | None,
+) -> Any:
+    chat = state.keyspace.chat(chat_id)
+    key = chat.key("log")
+    _parent, _created, payload, chosen, tag = read_record(raw, key, position)
+    fields = _record_parts(raw, key, position)
+    marker = state.settings.redaction_marker
+    now = state.clock()
+    redacted = redacted_payload(payload, marker)
+    metadata = redacted_metadata(fields[3] if len(fields) == 6 else None, marker, reason, now)
+    limit = state.limits.max_message_bytes
+    record = encode_record(
+        encode(redacted, what="the redacted message", limit=limit),
+        created_at=msgpack.packb(fields[1]),
+        tag=tag,
+        chosen=chosen or "",
+        metadata=encode(metadata, what="the redacted metadata", limit=limit, strict=True),
+        parent=fields[0],
+    )
+    tokens = state.message_tokens(redacted)
+    script = load_script("redact_message")
+    keys = keys_for(script, chat)
+    if not state.cluster:
+        keys = (*keys, state.keyspace.job_stream(chat_id))
+    is_user = payload.get("role") == "user"
+    return script_call(
+        script,
+        keys,
+        (
+            *scope_args(user_id, incarnation),
+            position,
+            raw,
+            record,
+            tokens,
+            message_id,
+            marker,
+            "1" if is_user else "0",
+            static_title(collapsed_text(payload)),
+            now,
+            chat_id,
+            DEFAULT_KEEP,
+        ),
+        parse=lambda reply: _parse(message_id, tokens, reply),
+        context=chat_context(chat_id),
+        writes=lambda done: done.redacted,
+    )
+
+
+def _record_parts(raw: bytes, key: str, position: int) -> Sequence[Any]:
+    """The stored record as its msgpack array (read_record checked it already)."""
+    parts = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    if not isinstance(parts, list) or len(parts) not in (5, 6):
+        raise CorruptionError(f"the record at {key} {position} is not a message record")
+    return parts
+
+
+def _parse(message_id: str, tokens: int, reply: Sequence[Any]) -> Redaction:
+    done, dropped, pieces, before, moved, retitled, job, _enqueued, branch = reply
+    return Redaction(
+        message_id=message_id,
+        redacted=bool(int(done)),
+        summaries_dropped=int(dropped),
+        stream_entries_removed=int(pieces),
+        tokens_before=int(before) if int(done) else tokens,
+        tokens_after=tokens,
+        positions_recounted=int(moved),
+        title_replaced=bool(int(retitled)),
+        compaction_job=text(job) or None,
+        branch=text(branch),
+    )
