@@ -205,7 +205,8 @@ def test_redacting_twice_changes_nothing(url_store: Any, namespace: str) -> None
     first = store.redact_message("c1", ids["question"], reason="first")
     dump = plain_dump(store.url, f"ctx:{namespace}")
     second = store.redact_message("c1", ids["question"], reason="second")
-    assert first.redacted and not second.redacted
+    assert first.redacted
+    assert not second.redacted
     assert plain_dump(store.url, f"ctx:{namespace}") == dump
     assert store.get_message("c1", ids["question"])["metadata"]["redacted"]["reason"] == "first"
 
@@ -300,8 +301,12 @@ def test_responses_items_keep_their_call_ids_and_names() -> None:
         "role": "assistant",
         "content": [{"type": "output_text", "text": SECRET}],
     }
-    reasoning = {"type": "reasoning", "id": "r1", "summary": [{"type": "summary_text", "text": SECRET}],
-                 "encrypted_content": SECRET}  # fmt: skip
+    reasoning = {
+        "type": "reasoning",
+        "id": "r1",
+        "summary": [{"type": "summary_text", "text": SECRET}],
+        "encrypted_content": SECRET,
+    }
     assert redacted_payload(call, "[r]") == {
         "type": "function_call", "call_id": "c9", "name": "f", "id": "fc",
         "arguments": json.dumps({"redacted": "[r]"}),
