@@ -11,6 +11,7 @@
 -- KEYS[10] all_chats   optional: the namespace's chat index (servers without Cluster only)
 -- KEYS[11] user_chats  optional: the owner's chat index (with KEYS[10])
 -- KEYS[12] jobs        optional: the compaction job stream of this chat's shard (with KEYS[10])
+-- KEYS[13] trimmed     optional: that stream's count of jobs trimmed untaken (with KEYS[12])
 -- ARGV[1] call       the call's fields, tab-separated, in this order (one argument: each
 --                    argument costs the client and Redis time on the hottest path):
 --   call.user          the caller, "" for anyone (another owner's chat is refused)
@@ -91,8 +92,6 @@
 -- long append costs Redis little more than its RPUSH.
 
 local FIRST_RECORD_ARG = 5
--- Compaction job streams keep about this many entries (a job is acknowledged in seconds).
-local JOB_STREAM_MAXLEN = 100000
 
 -- Splits s at tabs into exactly `count` fields.
 local function tab_fields(s, count, what)
@@ -453,8 +452,8 @@ return run(function()
   if job ~= '' then
     redis.call('HSET', chat, 'cjob', job)
     if enqueued == 1 then
-      redis.call('XADD', KEYS[12], 'MAXLEN', '~', JOB_STREAM_MAXLEN, '*', 'chat', chat_id,
-                 'branch', target, 'job', job, 'soft', soft_tokens, 'keep', keep)
+      enqueue_job(KEYS[12], KEYS[13], {'chat', chat_id, 'branch', target, 'job', job,
+                                       'soft', soft_tokens, 'keep', keep})
     end
   end
   slide_expiry(ttl, {chat, log, alias, runs, branch, KEYS[9], tok, summary_key, reqs})

@@ -9,6 +9,7 @@
 -- KEYS[7] stream_state  stream id -> record (the stream that carried the message, if any)
 -- KEYS[8] jobs          optional: the compaction job stream of this chat's shard (servers
 --                       without Cluster; elsewhere the caller adds the job after the reply)
+-- KEYS[9] trimmed       optional: that stream's count of jobs trimmed untaken (with KEYS[8])
 -- ARGV[1] user          the caller, "" for anyone (another owner's chat is NOT_FOUND)
 -- ARGV[2] inc           the incarnation the caller knows, "" for any ("#<fence>" in a turn)
 -- ARGV[3] position      the message's log position (the caller read it with get_message)
@@ -42,8 +43,6 @@
 -- A title is taken to be made from the first question of a chain: a user message this close to
 -- the root (after a system or developer message and a greeting, at most).
 local TITLE_DEPTH = 4
--- Compaction job streams keep about this many entries (as append.lua's).
-local JOB_STREAM_MAXLEN = 100000
 
 -- The runs, oldest first: starts and parents.
 local function all_runs(runs_key)
@@ -213,8 +212,8 @@ return run(function()
     job = '-1\t' .. now
     redis.call('HSET', chat, 'cjob', job)
     if KEYS[8] then
-      redis.call('XADD', KEYS[8], 'MAXLEN', '~', JOB_STREAM_MAXLEN, '*', 'chat', ARGV[12],
-                 'branch', active, 'job', job, 'soft', '', 'keep', ARGV[13])
+      enqueue_job(KEYS[8], KEYS[9], {'chat', ARGV[12], 'branch', active, 'job', job,
+                                     'soft', '', 'keep', ARGV[13]})
       enqueued = 1
     end
   end

@@ -414,6 +414,26 @@ class Redaction:
     branch: str
 
 
+@dataclass
+class SweepReport:
+    """What a sweep (:meth:`~ctxstore.store.Store.sweep`) did: the listing-index and
+    owner-record entries it checked and removed (each named a chat that is gone), and the
+    index and record keys it walked."""
+
+    index_entries_checked: int = 0
+    index_entries_removed: int = 0
+    record_entries_checked: int = 0
+    record_entries_removed: int = 0
+    keys_walked: int = 0
+    #: What the sweep could not walk and why ("" when it walked everything): a tenant's Redis
+    #: user may not list key names, so its sweep leaves the user indexes and owner records.
+    skipped: str = ""
+
+    def as_dict(self) -> dict[str, int | str]:
+        """Plain data for JSON output."""
+        return dict(vars(self))
+
+
 @dataclass(frozen=True, slots=True)
 class StreamPiece:
     """A piece of an answer's text as a reader gets it: ``id`` is its Redis Stream entry id

@@ -181,6 +181,11 @@ def test_a_tenant_may_wait_for_its_writes(acl_server: servers.RedisProcess) -> N
     store.close()
 
 
+#: Scripts only an operator's Redis user runs (the sweep's and a purge's scan of a whole
+#: server): a tenant may not list key names, its own or another's.
+OPERATOR_SCRIPTS = {"scan_node"}
+
+
 def test_a_tenant_may_run_every_command_the_scripts_call() -> None:
     """Read from the Lua itself: a command a script starts calling is a refusal on every
     tenant's server until acl.conf allows it (the operations test only finds the paths it
@@ -188,6 +193,8 @@ def test_a_tenant_may_run_every_command_the_scripts_call() -> None:
     lua = Path(__file__).resolve().parents[2] / "lua"
     called = set()
     for path in [*lua.glob("*.lua"), *lua.glob("lib/*.lua")]:
+        if path.stem in OPERATOR_SCRIPTS:
+            continue
         called |= {name.lower() for name in re.findall(r"redis\.call\('(\w+)'", path.read_text())}
     assert called, "no redis.call found: the pattern no longer matches the scripts"
     for line in ACL_FILE.read_text().splitlines():

@@ -11,7 +11,7 @@ import pytest
 import ctxstore
 from ctxstore._core import protocol
 from ctxstore._core.keys import CHAT_KEY_NAMES
-from ctxstore._core.ops import leases, reads, turns
+from ctxstore._core.ops import jobs, leases, reads, scanning, turns
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.ops.graph_window import graph_window
 from ctxstore._core.scripts import (
@@ -187,6 +187,11 @@ def recorded_calls(monkeypatch: pytest.MonkeyPatch) -> list[protocol.Call[Any]]:
     return calls
 
 
+def _one(call: protocol.Call[Any]) -> protocol.Operation[Any]:
+    result = yield call
+    return result
+
+
 def exercise_every_operation(store: ctxstore.Store) -> None:
     store.upsert_chat("c1", "alice", {"a": 1})
     store.get_chat("c1")
@@ -238,6 +243,9 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     list(store.read_stream("c1", stream_id))
     store.client.zadd(store.state.keyspace.all_chats_index, {"gone": 1})
     store.list_chats()
+    store.run(jobs.enqueue_job(store.state, "c1", ("chat", "c1", "branch", "main", "job", "j")))
+    route = f"{store.state.keyspace.base}:scan:{{n0}}"  # how a Cluster's primary is scanned
+    store.run(_one(scanning.scan_call(route, 0, "nothing:*")))
     exported = list(store.export_chat("c1"))
     store.delete_chat("c1")
     store.import_chat(exported)
@@ -267,6 +275,10 @@ def test_callers_pass_exactly_the_declared_keys(
                     call.script.name,
                     key,
                 )
+            elif name == "trimmed":
+                assert key.startswith(f"ctx:{namespace}:trimmed:{{"), (call.script.name, key)
+            elif name == "route":
+                assert key.startswith(f"ctx:{namespace}:scan:{{"), (call.script.name, key)
             elif name == "owned":
                 assert re.fullmatch(rf"ctx:{namespace}:owned:\{{[^{{}}]+\}}", key), key
             else:

@@ -25,6 +25,7 @@
                                       chat the user owns, written before the chat's first key
                                       (see :mod:`ctxstore._core.ops.owner_records`)
     <base>:jobs:{<base>:N}      STREAM compaction jobs of the chats of shard N (N < JOB_SHARDS)
+    <base>:trimmed:{<base>:N}   STRING jobs of shard N's stream its bound trimmed untaken
     <base>:jobs:dead            STREAM jobs that failed for good, with their errors
     <base>:workers              ZSET  worker id -> last heartbeat (epoch ms)
     <base>:workers:last         HASH  worker id -> its last job: "<epoch ms>\t<outcome>\t<chat>"
@@ -88,6 +89,8 @@ def expected_type(key: str) -> str | None:
         return "zset"
     if ":jobs:" in key:
         return "stream"
+    if ":trimmed:" in key:
+        return "string"
     if "}:" in key:
         return CHAT_KEY_TYPES.get(key.rsplit(":", 1)[-1])
     return None
@@ -186,6 +189,16 @@ class Keyspace:
                 f"{self.base}:jobs:{{{self.base}:{shard}}}" for shard in range(JOB_SHARDS)
             )
         return tuple(self._job_streams)
+
+    def job_keys(self, chat_id: str) -> tuple[str, str]:
+        """The job stream of ``chat_id``'s shard and its trimmed-jobs counter."""
+        stream = self.job_stream(chat_id)
+        return stream, self.trimmed_counter(stream)
+
+    def trimmed_counter(self, stream: str) -> str:
+        """The count of the jobs ``stream`` (one of :meth:`job_streams`) trimmed before a
+        worker took them: a key of the stream's slot."""
+        return stream.replace(":jobs:{", ":trimmed:{", 1)
 
     @property
     def dead_letters(self) -> str:

@@ -44,6 +44,7 @@ LIBRARY: tuple[str, ...] = (
     "reads",
     "retention",
     "streams",
+    "jobs",
 )
 
 #: Set (to anything but "" or "0") to load every script with a check, on each command it runs,

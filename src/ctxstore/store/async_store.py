@@ -33,6 +33,8 @@ from ctxstore._core.ops import (
     versions,
 )
 from ctxstore._core.ops import streams as answer_stream
+from ctxstore._core.ops import sweep as sweeping
+from ctxstore._core.ops.sweep import DEFAULT_GRACE_MS, check_sweep_options
 from ctxstore._core.ops.transfer import exports, imports
 from ctxstore._core.ops.verify import chat as verify
 from ctxstore._core.protocol import Exchange, Operation, Outcome, WireCommand
@@ -56,6 +58,7 @@ from ctxstore.models import (
     Redaction,
     StoredMessage,
     StreamPiece,
+    SweepReport,
     VerifyReport,
     WrittenSummary,
 )
@@ -584,6 +587,19 @@ class AsyncStore(StoreShell):
             self._state, chat_id, user_id=self._owner(user_id, "export_chat")
         )
         return adrive(steps, self._perform)
+
+    async def sweep(self, *, grace_ms: int = DEFAULT_GRACE_MS, pause: float = 0.0) -> SweepReport:
+        """The async form of :meth:`Store.sweep`."""
+        self._admin_only("sweep")
+        check_sweep_options(grace_ms, pause)
+        return await arun_plan(
+            sweeping.sweep(self._state, grace_ms=grace_ms, pause=pause), self._perform
+        )
+
+    async def purge_namespace(self, *, confirm: str) -> int:
+        """The async form of :meth:`Store.purge_namespace`."""
+        self._admin_only("purge_namespace")
+        return await self.run(sweeping.purge_namespace(self._state, confirm))
 
     def export_user(self, user_id: str) -> AsyncIterator[dict[str, Any]]:
         """The async form of :meth:`Store.export_user`."""

@@ -31,6 +31,8 @@ from ctxstore._core.ops import (
     versions,
 )
 from ctxstore._core.ops import streams as answer_stream
+from ctxstore._core.ops import sweep as sweeping
+from ctxstore._core.ops.sweep import DEFAULT_GRACE_MS, check_sweep_options
 from ctxstore._core.ops.transfer import exports, imports
 from ctxstore._core.ops.verify import chat as verify
 from ctxstore._core.protocol import Exchange, Operation, Outcome, WireCommand
@@ -52,6 +54,7 @@ from ctxstore.models import (
     Redaction,
     StoredMessage,
     StreamPiece,
+    SweepReport,
     VerifyReport,
     WrittenSummary,
 )
@@ -605,6 +608,24 @@ class Store(StoreShell):
             exports.export_chat(self._state, chat_id, user_id=self._owner(user_id, "export_chat")),
             self._perform,
         )
+
+    def sweep(self, *, grace_ms: int = DEFAULT_GRACE_MS, pause: float = 0.0) -> SweepReport:
+        """Remove the listing-index and owner-record entries of chats that no longer exist
+        (expired, deleted elsewhere), in bounded steps (at most 200 entries a call, checked with
+        ``EXISTS``: no payload is read), ``pause`` seconds between steps. Owner-record entries
+        younger than ``grace_ms`` are left (a chat being created). An operator's call: on
+        ``store.admin()`` only; the worker runs it in the background."""
+        self._admin_only("sweep")
+        check_sweep_options(grace_ms, pause)
+        return run_plan(sweeping.sweep(self._state, grace_ms=grace_ms, pause=pause), self._perform)
+
+    def purge_namespace(self, *, confirm: str) -> int:
+        """Remove every key of the store's namespace (a tenant offboarded), in bounded batches,
+        on every primary of a Cluster; returns how many keys were removed. ``confirm`` must
+        repeat the namespace's name, and a store without a namespace refuses (nothing is
+        removed either way). An operator's call: on ``store.admin()`` only."""
+        self._admin_only("purge_namespace")
+        return self.run(sweeping.purge_namespace(self._state, confirm))
 
     def export_user(self, user_id: str) -> Iterator[dict[str, Any]]:
         """Every chat ``user_id`` owns, as :meth:`export_chat` records, one chat after another

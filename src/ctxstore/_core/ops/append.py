@@ -233,7 +233,7 @@ def append(
         keys = (
             *keys,
             *state.keyspace.indexes_of(owner or ""),
-            state.keyspace.job_stream(chat_id),
+            *state.keyspace.job_keys(chat_id),
         )
     user, known_inc = scope_args(user_id, incarnation)
     fields = AppendCall(

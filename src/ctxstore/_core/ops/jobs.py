@@ -13,8 +13,11 @@ in other slots, so the job is added right after the reply (:func:`enqueue_compac
 
 from __future__ import annotations
 
-from ctxstore._core.format.jobs import JOB_STREAM_MAXLEN, job_fields
-from ctxstore._core.protocol import Operation, command_call
+from collections.abc import Sequence
+
+from ctxstore._core.format.jobs import job_fields
+from ctxstore._core.protocol import Operation, script_call
+from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
 from ctxstore.models import CompactionTrigger
 
@@ -23,11 +26,18 @@ def enqueue_compaction(
     state: StoreState, chat_id: str, branch: str, job: str, trigger: CompactionTrigger
 ) -> Operation[str]:
     """Add a job whose marker a save set to its shard's stream; returns the entry id."""
-    stream = state.keyspace.job_stream(chat_id)
-    fields = job_fields(chat_id, branch, job, trigger)
-    entry: str = yield command_call(
-        ("XADD", stream, "MAXLEN", "~", JOB_STREAM_MAXLEN, "*", *fields),
-        (stream,),
+    entry: str = yield from enqueue_job(state, chat_id, job_fields(chat_id, branch, job, trigger))
+    return entry
+
+
+def enqueue_job(state: StoreState, chat_id: str, fields: Sequence[str | int]) -> Operation[str]:
+    """Add a job (its field, value pairs) to the stream of ``chat_id``'s shard, counting what
+    the stream's bound trims (``enqueue_job.lua``); returns the entry id."""
+    script = load_script("enqueue_job")
+    entry: str = yield script_call(
+        script,
+        state.keyspace.job_keys(chat_id),
+        tuple(fields),
         parse=lambda raw: raw.decode() if isinstance(raw, bytes) else str(raw),
         writes=True,
     )

@@ -25,7 +25,8 @@ from ctxstore._core.format.fields import text
 from ctxstore._core.format.jobs import DEFAULT_KEEP
 from ctxstore._core.format.records import encode_record, read_record
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
-from ctxstore._core.protocol import Operation, command_call, script_call
+from ctxstore._core.ops.jobs import enqueue_job
+from ctxstore._core.protocol import Operation, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
 from ctxstore.errors import ConflictError, CorruptionError, ValidationError
@@ -67,15 +68,11 @@ def redact_message(
             continue
         state.cache.forget(chat_id)
         if redaction.compaction_job is not None and state.cluster:
-            stream = state.keyspace.job_stream(chat_id)
-            yield command_call(
-                (
-                    "XADD", stream, "MAXLEN", "~", 100_000, "*", "chat", chat_id,
-                    "branch", redaction.branch, "job", redaction.compaction_job,
-                    "soft", "", "keep", DEFAULT_KEEP,
-                ),
-                (stream,),
-                writes=True,
+            yield from enqueue_job(
+                state,
+                chat_id,
+                ("chat", chat_id, "branch", redaction.branch, "job", redaction.compaction_job,
+                 "soft", "", "keep", DEFAULT_KEEP),
             )  # fmt: skip
         return redaction
     raise ConflictError(
@@ -143,7 +140,7 @@ def _redact_call(
     script = load_script("redact_message")
     keys = keys_for(script, chat)
     if not state.cluster:
-        keys = (*keys, state.keyspace.job_stream(chat_id))
+        keys = (*keys, *state.keyspace.job_keys(chat_id))
     is_user = payload.get("role") == "user"
     return script_call(
         script,
