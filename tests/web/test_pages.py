@@ -18,6 +18,7 @@ from ctxstore.web.application import PAGE_RADIUS
 from ctxstore.web.marks import SHOWN
 from tests.support.wire import trace_wire
 from tests.web.conftest import USER, Seeded
+from tests.worker.support import running
 
 
 def page(client: TestClient, seeded: Seeded, path: str, **query: Any) -> Any:
@@ -237,16 +238,21 @@ def test_the_workers_page_reads_the_job_streams(client: TestClient, seeded: Seed
     assert re.search(r"(\d+) jobs in the streams", pending).group(1) == "1"  # type: ignore[union-attr]
     worker = ctxstore.Worker(
         seeded.url, namespaces=[seeded.namespace], compactify=lambda _messages: "A short trip.",
-        heartbeat_ms=1,
+        heartbeat_ms=1, poll_ms=20,
     )  # fmt: skip
-    worker.run(burst=True)
-    done = page(client, seeded, "workers").text
+
+    def summarized() -> bool:
+        return "summarized · " in page(client, seeded, "workers").text
+
+    with running(worker, until=summarized):
+        done = page(client, seeded, "workers").text
     row = re.search(
         r'<tr class="worker"><td>([^<]+)</td><td class="num">[^<]+</td><td>(.*?)</td>', done
     )
     assert row is not None
     assert row.group(2).startswith("summarized · ")
     assert ">trip</a>" in row.group(2)
+    assert "no worker has beaten" in page(client, seeded, "workers").text  # it left no trace
     assert re.search(r"(\d+) pending", done).group(1) == "0"  # type: ignore[union-attr]
 
 

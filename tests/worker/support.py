@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import threading
+import time
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from ctxstore.models import CompactionTrigger
@@ -25,3 +29,22 @@ def grow(
         head = result.head_message_id
         results.append(result)
     return results
+
+
+@contextlib.contextmanager
+def running(worker: Any, *, until: Callable[[], bool] | None = None) -> Iterator[Any]:
+    """``worker`` working in a thread of its own (no burst) for the block; ``until``: wait for
+    it first (its first heartbeat, a job done). Stopped and joined after the block, as a
+    deployment stops it."""
+    thread = threading.Thread(target=worker.run, daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 30
+        while until is not None and not until():
+            assert thread.is_alive(), "the worker stopped"
+            assert time.monotonic() < deadline, "the worker never got there"
+            time.sleep(0.02)
+        yield worker
+    finally:
+        worker.stop()
+        thread.join(timeout=30)

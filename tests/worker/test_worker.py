@@ -15,7 +15,9 @@ import pytest
 import ctxstore
 from ctxstore.models import CompactionTrigger
 from ctxstore.worker import Worker, list_dead_letters, worker_alive
-from tests.worker.support import grow
+from ctxstore.worker.streams import GROUP
+from tests.support.keyspace import raw_client
+from tests.worker.support import grow, running
 
 PER_MESSAGE = 3 + 4 + 10  # overhead, "user", ten characters
 
@@ -113,11 +115,22 @@ def test_two_workers_compact_fifty_chats_exactly_once_each(
         assert wstore.load_branch(f"c{index}", after_summary=True).summary is not None
 
 
-def test_check_sees_a_live_worker(wstore: Any, backend: str, namespace: str) -> None:
+def test_check_sees_a_live_worker_and_a_stopped_one_leaves_no_trace(
+    wstore: Any, backend: str, namespace: str
+) -> None:
     assert not worker_alive(backend, namespaces=[namespace])
     grow(wstore, "w3", 1, CompactionTrigger(soft_tokens=10_000))
-    worker(backend, namespace, lambda _m: "x").run(burst=True)
-    assert worker_alive(backend, namespaces=[namespace])
+    alive = worker(backend, namespace, lambda _m: "x")
+    with running(alive, until=lambda: worker_alive(backend, namespaces=[namespace])):
+        pass
+    assert not worker_alive(backend, namespaces=[namespace])
+    raw = raw_client(backend)
+    keyspace = wstore.state.keyspace
+    assert raw.zcard(keyspace.workers) == 0
+    assert raw.hlen(keyspace.worker_last_jobs) == 0
+    for stream in keyspace.job_streams():
+        assert raw.xinfo_consumers(stream, GROUP) == []
+    raw.close()
 
 
 def test_bad_worker_settings_are_configuration_errors() -> None:

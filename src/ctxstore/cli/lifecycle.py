@@ -1,4 +1,5 @@
-"""``ctxstore erase-user`` and ``ctxstore export-user``: a user's data, all of it, on request.
+"""``ctxstore erase-user``, ``export-user`` and ``sweep``: a user's data, all of it, on
+request, and the upkeep that keeps the indexes from growing.
 
 ``erase-user USER`` erases every chat the user owns in the namespace and everything derived
 from them (:meth:`~ctxstore.store.Store.erase_user`), asking for confirmation on a terminal
@@ -9,6 +10,10 @@ again after an interruption, it finishes the job.
 
 ``export-user USER [-o FILE]`` writes every chat of the user as JSON Lines, one chat's export
 after another (each can be imported with ``ctxstore import``).
+
+``sweep [--grace-ms MS] [--json]`` runs one pass of the sweep the worker runs in the background
+(:meth:`~ctxstore.store.Store.sweep`): the listing-index and owner-record entries of chats that
+are gone are removed, and the counts printed.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from collections.abc import Callable
 from typing import IO, Any
 
 from ctxstore._core.format.portable import dumps_line
+from ctxstore._core.ops.sweep import DEFAULT_GRACE_MS
 from ctxstore.cli import views
 from ctxstore.cli.files import write_text
 from ctxstore.cli.terminal import confirm
@@ -54,6 +60,19 @@ def add_lifecycle_commands(
     )
     export.set_defaults(handler=lambda args: _export(args, open_store))
 
+    sweep = commands.add_parser(
+        "sweep", help="remove the index and owner-record entries of chats that are gone"
+    )
+    sweep.add_argument(
+        "--grace-ms",
+        type=int,
+        default=DEFAULT_GRACE_MS,
+        help="leave owner-record entries younger than this (a chat being created; default "
+        "10 minutes)",
+    )
+    sweep.add_argument("--json", action="store_true", help="print the counts as JSON")
+    sweep.set_defaults(handler=lambda args: _sweep(args, open_store))
+
 
 def _erase(args: argparse.Namespace, open_store: Opener, interactive: Callable[[], bool]) -> int:
     if not args.yes and not interactive():
@@ -83,6 +102,22 @@ def _erase(args: argparse.Namespace, open_store: Opener, interactive: Callable[[
 def _export(args: argparse.Namespace, open_store: Opener) -> int:
     with open_store(args) as store:
         write_text(args.output, (dumps_line(record) for record in store.export_user(args.user)))
+    return 0
+
+
+def _sweep(args: argparse.Namespace, open_store: Opener) -> int:
+    with open_store(args) as store:
+        report = store.sweep(grace_ms=args.grace_ms)
+    if args.json:
+        print(views.as_json(report.as_dict()))
+        return 0
+    print(
+        f"swept: {report.index_entries_removed} of {report.index_entries_checked} index entries "
+        f"and {report.record_entries_removed} of {report.record_entries_checked} owner-record "
+        f"entries removed ({report.keys_walked} keys walked)"
+    )
+    if report.skipped:
+        print(printable(f"not swept: {report.skipped}"))
     return 0
 
 

@@ -29,6 +29,8 @@ class StreamView:
     pending: int = 0
     oldest_pending_age_s: float | None = None
     consumers: list[tuple[str, int, float]] = field(default_factory=list)  # name, pending, idle s
+    #: jobs the stream's bound trimmed before a worker took them (None: not readable)
+    trimmed: int | None = None
     problem: str | None = None
 
 
@@ -61,15 +63,21 @@ class WorkersView:
     def pending(self) -> int:
         return sum(stream.pending for stream in self.streams)
 
+    @property
+    def trimmed(self) -> int:
+        return sum(stream.trimmed or 0 for stream in self.streams)
+
 
 def workers_view(state: StoreState, now_s: float) -> Operation[WorkersView]:
     keyspace = state.keyspace
     streams = keyspace.job_streams()
-    calls: list[Call[Any]] = []  # three a stream, then the dead letters, beats and last jobs
+    calls: list[Call[Any]] = []  # four a stream, then the dead letters, beats and last jobs
     for stream in streams:
         calls.append(command_call(("XLEN", stream), (stream,)))
         calls.append(command_call(("XPENDING", stream, GROUP), (stream,)))
         calls.append(command_call(("XINFO", "CONSUMERS", stream, GROUP), (stream,)))
+        counter = keyspace.trimmed_counter(stream)
+        calls.append(command_call(("GET", counter), (counter,)))
     dead = keyspace.dead_letters
     calls.append(command_call(("XREVRANGE", dead, "+", "-", "COUNT", DEAD_LETTERS_SHOWN), (dead,)))
     calls.append(
@@ -79,7 +87,7 @@ def workers_view(state: StoreState, now_s: float) -> Operation[WorkersView]:
     calls.append(command_call(("HGETALL", last), (last,)))
     replies = yield tuple(calls)
     problems: list[str] = []
-    views = [_stream(stream, replies[3 * i : 3 * i + 3], now_s) for i, stream in enumerate(streams)]
+    views = [_stream(stream, replies[4 * i : 4 * i + 4], now_s) for i, stream in enumerate(streams)]
     letters = []
     dead_reply, beats, last_jobs = replies[-3], replies[-2], replies[-1]
     if isinstance(dead_reply, CtxStoreError):
@@ -107,10 +115,12 @@ def workers_view(state: StoreState, now_s: float) -> Operation[WorkersView]:
 
 
 def _stream(key: str, replies: Any, now_s: float) -> StreamView:
-    """One job stream from its XLEN, XPENDING summary and XINFO CONSUMERS. The oldest pending
-    job's age comes from its entry id (the time it was enqueued)."""
-    length, summary, consumers = replies
+    """One job stream from its XLEN, XPENDING summary, XINFO CONSUMERS and trimmed-jobs
+    counter. The oldest pending job's age comes from its entry id (the time it was enqueued)."""
+    length, summary, consumers, trimmed = replies
     view = StreamView(key)
+    if not isinstance(trimmed, CtxStoreError):
+        view.trimmed = int(trimmed or 0)
     if isinstance(length, CtxStoreError):
         view.problem = _problem(length)
     else:

@@ -18,6 +18,10 @@ import os
 import sys
 from typing import Any
 
+#: The worker's sweep: how often, and the pause between its steps (as ``Worker``'s defaults).
+DEFAULT_SWEEP_EVERY_MS = 15 * 60 * 1000
+DEFAULT_SWEEP_PAUSE_MS = 10
+
 #: The environment variables the command reads (the deploy/ files set them).
 URL_ENV = "CTXSTORE_URL"
 SUMMARY_MODEL_ENV = "CTXSTORE_SUMMARY_MODEL"
@@ -64,6 +68,19 @@ def add_worker_command(commands: Any, positive_int: Any) -> None:
         default=600_000,
         help="how long one job may hold its chat (keep below the grace period on SIGTERM)",
     )
+    worker.add_argument(
+        "--sweep-every-ms",
+        type=int,
+        default=DEFAULT_SWEEP_EVERY_MS,
+        help="sweep the listing indexes and owner records of gone chats this often, one "
+        "worker of a namespace at a time (0: never; default 15 minutes)",
+    )
+    worker.add_argument(
+        "--sweep-pause-ms",
+        type=int,
+        default=DEFAULT_SWEEP_PAUSE_MS,
+        help="the pause between two bounded steps of a sweep (default 10)",
+    )
     mode = worker.add_mutually_exclusive_group()
     mode.add_argument(
         "--check", action="store_true", help="exit 0 when a live worker's heartbeat exists"
@@ -105,6 +122,8 @@ def run_worker_command(args: argparse.Namespace) -> int:
         max_attempts=args.max_attempts,
         claim_idle_ms=args.claim_idle_ms,
         job_timeout_ms=args.job_timeout_ms,
+        sweep_every_ms=args.sweep_every_ms,
+        sweep_pause_ms=args.sweep_pause_ms,
     )
     stats = worker.run(burst=args.burst)
     logging.getLogger("ctxstore.worker").info(

@@ -36,6 +36,7 @@ from ctxstore.window.compaction import (
     compaction,
 )
 from ctxstore.window.manager import ContextManager
+from ctxstore.worker.command import DEFAULT_SWEEP_EVERY_MS, DEFAULT_SWEEP_PAUSE_MS
 from ctxstore.worker.streams import Job, JobStreams, log_line
 
 log = logging.getLogger("ctxstore.worker")
@@ -81,6 +82,9 @@ class Worker:
         claim_idle_ms: int = DEFAULT_CLAIM_IDLE_MS,
         job_timeout_ms: int = DEFAULT_JOB_TIMEOUT_MS,
         heartbeat_ms: int = 5000,
+        forget_after_ms: int | None = None,
+        sweep_every_ms: int = DEFAULT_SWEEP_EVERY_MS,
+        sweep_pause_ms: int = DEFAULT_SWEEP_PAUSE_MS,
         consumer: str | None = None,
         token_model: str | None = None,
         estimate_tokens: TokenCounter | None = None,
@@ -96,9 +100,23 @@ class Worker:
         ):
             if isinstance(value, bool) or not isinstance(value, int) or value < 1:
                 raise ConfigurationError(f"{name} must be a positive integer, got {value!r}")
-        if isinstance(backoff_ms, bool) or not isinstance(backoff_ms, int) or backoff_ms < 0:
+        for name, value in (
+            ("backoff_ms", backoff_ms),
+            ("sweep_every_ms", sweep_every_ms),
+            ("sweep_pause_ms", sweep_pause_ms),
+        ):
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise ConfigurationError(f"{name} must be a non-negative integer, got {value!r}")
+        if forget_after_ms is None:
+            forget_after_ms = max(6 * heartbeat_ms, 2 * claim_idle_ms)
+        if (
+            isinstance(forget_after_ms, bool)
+            or not isinstance(forget_after_ms, int)
+            or forget_after_ms <= claim_idle_ms
+        ):
             raise ConfigurationError(
-                f"backoff_ms must be a non-negative integer, got {backoff_ms!r}"
+                "forget_after_ms must be an integer above claim_idle_ms (a silent worker's jobs "
+                f"are claimed before it is forgotten), got {forget_after_ms!r}"
             )
         if not namespaces:
             raise ConfigurationError("a worker needs at least one namespace (None: the default)")
@@ -132,12 +150,16 @@ class Worker:
         self.claim_idle_ms = claim_idle_ms
         self.job_timeout_ms = job_timeout_ms
         self.heartbeat_ms = heartbeat_ms
+        self.forget_after_ms = forget_after_ms
+        self.sweep_every_ms = sweep_every_ms
+        self.sweep_pause_ms = sweep_pause_ms
         self.consumer = consumer or f"{socket.gethostname()}-{os.getpid()}-{os.urandom(3).hex()}"
         self.count_message: MessageCounter = message_counter(token_model, estimate_tokens)
         self._token_model = token_model
         self._estimate_tokens = estimate_tokens
         self._stopping = False
         self._tasks: set[asyncio.Task[None]] = set()
+        self._trimmed_seen: dict[str, int] = {}
         self.stats = WorkerStats()
 
     # --- entry points ----------------------------------------------------------------------
@@ -170,11 +192,82 @@ class Worker:
             ]
             for group in streams:
                 await group.join()
-            await self._loop(list(zip(stores, streams, strict=True)), burst)
+            sweeps = [] if burst else self._start_sweeps(stores)
+            try:
+                await self._loop(list(zip(stores, streams, strict=True)), burst)
+            finally:
+                for task in sweeps:
+                    task.cancel()
+                await asyncio.gather(*sweeps, return_exceptions=True)
+            for group in streams:
+                await self._leave(group)
         finally:
             for store in stores:
                 await store.close()
         return self.stats
+
+    # --- upkeep: leaving, reaping, trimmed jobs, the sweep -------------------------------------
+
+    async def _leave(self, streams: JobStreams) -> None:
+        """A worker that stops leaves no trace: out of the group and the heartbeat records."""
+        try:
+            left = await streams.leave()
+        except Exception as caught:  # upkeep never fails the worker's exit
+            log.warning(log_line(event="leave_failed", error=str(caught)))
+            return
+        if not left:
+            log.info(log_line(event="left_with_pending_jobs", worker=self.consumer))
+
+    async def _upkeep(self, streams: JobStreams, now_ms: int) -> None:
+        """Forget the workers silent past ``forget_after_ms`` (their jobs claimed first), and
+        warn when the streams' bound trimmed jobs no worker took."""
+        try:
+            removed = await streams.reap(now_ms, self.forget_after_ms)
+            trimmed = await streams.trimmed()
+        except Exception as caught:
+            log.warning(log_line(event="upkeep_failed", error=str(caught)))
+            return
+        if removed:
+            log.info(log_line(event="workers_forgotten", workers=removed))
+        seen = self._trimmed_seen.get(streams.keyspace.base)
+        self._trimmed_seen[streams.keyspace.base] = trimmed
+        if trimmed and (seen is None or trimmed > seen):
+            log.warning(
+                log_line(
+                    event="jobs_trimmed",
+                    namespace=streams.keyspace.namespace,
+                    count=trimmed - (seen or 0),
+                    total=trimmed,
+                    hint="the job streams hit their bound before workers took these jobs: "
+                    "add workers or concurrency",
+                )
+            )
+
+    def _start_sweeps(self, stores: Sequence[AsyncStore]) -> list[asyncio.Task[None]]:
+        if not self.sweep_every_ms:
+            return []
+        loop = asyncio.get_running_loop()
+        return [loop.create_task(self._sweep_forever(store)) for store in stores]
+
+    async def _sweep_forever(self, store: AsyncStore) -> None:
+        """The background sweep: one pass every ``sweep_every_ms``, taken by one worker of the
+        namespace at a time (a lease), ``sweep_pause_ms`` between its steps."""
+        while not self._stopping:
+            try:
+                if await self._sweep_lease(store):
+                    report = await store.sweep(pause=self.sweep_pause_ms / 1000)
+                    log.info(log_line(event="sweep", **report.as_dict()))
+            except Exception as caught:  # the sweep is upkeep: it never stops the worker
+                log.warning(log_line(event="sweep_failed", error=str(caught)))
+            await asyncio.sleep(self.sweep_every_ms / 1000)
+
+    async def _sweep_lease(self, store: AsyncStore) -> bool:
+        key = f"{store.state.keyspace.base}:sweeping"
+        try:
+            taken = await store.client.set(key, self.consumer, nx=True, px=self.sweep_every_ms)
+        except Exception:  # a Redis user without SET: sweep anyway (it is idempotent)
+            return True
+        return bool(taken)
 
     # --- the loop ----------------------------------------------------------------------------
 
@@ -187,6 +280,7 @@ class Worker:
             if (now - last_beat) * 1000 >= self.heartbeat_ms:
                 for _store, streams in sources:
                     await streams.beat(int(time.time() * 1000))
+                    await self._upkeep(streams, int(time.time() * 1000))
                 last_beat = now
             free = self.concurrency - len(self._tasks)
             found = 0

@@ -9,6 +9,7 @@ ever started are not lost.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 from collections.abc import Mapping, Sequence
@@ -162,6 +163,80 @@ class JobStreams:
         (deleted, erased) must not bring its id back into Redis."""
         value = f"{now_ms}\t{outcome}\t{job.chat_id if named else ''}"
         await self.client.hset(self.keyspace.worker_last_jobs, self.consumer, value)
+
+    async def leave(self) -> bool:
+        """Take this worker out of the consumer group and the heartbeat records (a worker that
+        stops leaves no trace); a stream where it still holds jobs keeps it, so those jobs stay
+        claimable by name. True when it left everywhere."""
+        left = True
+        for stream in self.streams:
+            if await self._pending_of(stream, self.consumer):
+                left = False
+                continue
+            await self._forget_consumer(stream, self.consumer)
+        if left:
+            await self._forget_worker(self.consumer)
+        return left
+
+    async def reap(self, now_ms: int, silent_ms: int) -> list[str]:
+        """Remove the workers silent for ``silent_ms`` (no heartbeat, or a consumer idle that
+        long that no live heartbeat names) from the group and the heartbeat records, once they
+        hold no job: their pending jobs are claimed first (``claim``, after ``claim_idle_ms``,
+        shorter than the silence), and a worker still holding one is left for a later round.
+        Returns the workers removed."""
+        horizon = now_ms - silent_ms
+        beats = await self.client.zrange(self.keyspace.workers, 0, -1, withscores=True)
+        alive = {_text(name) for name, beat in beats if float(beat) >= horizon}
+        silent = {_text(name) for name, beat in beats if float(beat) < horizon}
+        for stream in self.streams:
+            try:
+                consumers = await self.client.xinfo_consumers(stream, GROUP)
+            except ResponseError:
+                continue  # no group yet
+            for consumer in consumers:
+                name = _text(consumer.get("name", ""))
+                if name and name not in alive and int(consumer.get("idle", 0)) >= silent_ms:
+                    silent.add(name)
+        silent.discard(self.consumer)
+        removed = []
+        for name in sorted(silent):
+            holding = False
+            for stream in self.streams:
+                if await self._pending_of(stream, name):
+                    holding = True
+                    break
+            if holding:
+                continue
+            for stream in self.streams:
+                await self._forget_consumer(stream, name)
+            await self._forget_worker(name)
+            removed.append(name)
+        return removed
+
+    async def trimmed(self) -> int:
+        """How many jobs the streams' bound trimmed before a worker took them, in all."""
+        total = 0
+        for stream in self.streams:
+            value = await self.client.get(self.keyspace.trimmed_counter(stream))
+            total += int(value or 0)
+        return total
+
+    async def _pending_of(self, stream: str, consumer: str) -> int:
+        try:
+            pending = await self.client.xpending_range(
+                stream, GROUP, "-", "+", 1, consumername=consumer
+            )
+        except ResponseError:
+            return 0  # no group: nothing pending
+        return len(pending)
+
+    async def _forget_consumer(self, stream: str, consumer: str) -> None:
+        with contextlib.suppress(ResponseError):  # no group on this stream: nothing to leave
+            await self.client.xgroup_delconsumer(stream, GROUP, consumer)
+
+    async def _forget_worker(self, consumer: str) -> None:
+        await self.client.zrem(self.keyspace.workers, consumer)
+        await self.client.hdel(self.keyspace.worker_last_jobs, consumer)
 
 
 def _with_deliveries(job: Job, deliveries: int) -> Job:

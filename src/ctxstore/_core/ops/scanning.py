@@ -31,7 +31,7 @@ def node_routes(state: StoreState) -> Operation[list[str | None]]:
     primary serves (its hash tag names nothing; it only routes ``scan_node.lua``)."""
     if not state.cluster:
         return [None]
-    reply = yield command_call(("CLUSTER", "SLOTS"), keys=())
+    reply = yield command_call(("CLUSTER SLOTS",), keys=())  # redis-py routes it by this name
     ranges: dict[str, list[tuple[int, int]]] = {}
     for start, end, primary in _slot_ranges(reply):
         ranges.setdefault(primary, []).append((start, end))
