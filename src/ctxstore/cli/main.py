@@ -5,11 +5,12 @@
 ``verify``, ``erase-user``, ``export-user`` and ``sweep`` (:mod:`ctxstore.cli.lifecycle`),
 ``worker`` (:mod:`ctxstore.worker.command`), ``local`` (the server of a ``local://`` store,
 :mod:`ctxstore.cli.local`) or ``web`` (the read-only web console, :mod:`ctxstore.cli.web`);
-``ctxstore --version`` prints the version, and ``python -m ctxstore`` is the same program. Without ``--url`` the store comes from
-``CTXSTORE_URL``; with neither, the command refuses (exit 1) rather than open a store nobody
-else sees. ``--url memory://`` (a private embedded store, empty in every process) is taken when
-asked for, with a one-line note on stderr that says where that data lives. Every command but
-``demo`` acts as an operator: on the store's ``admin()`` handle.
+``ctxstore --version`` prints the version, and ``python -m ctxstore`` is the same program.
+Without ``--url`` the store comes from ``CTXSTORE_URL``; with neither, the command refuses
+(exit 1) rather than open a store nobody else sees. ``--url memory://`` (a private embedded
+store, empty in every process) is taken when asked for, with a one-line note on stderr that
+says where that data lives. Every command but ``demo`` acts as an operator: on the store's
+``admin()`` handle.
 
 Mistakes are reported the same way whoever made them: a store error (a chat that does not
 exist, a bad URL, an unreachable server), a file that cannot be read or a usage error prints one
