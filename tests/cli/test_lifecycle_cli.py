@@ -127,3 +127,21 @@ def test_the_receipt_text_names_every_kind() -> None:
         "erased user u: 2 chats, 9 keys and entries removed (in 15 ms)\n"
         "  chats: 2\n  chat keys: 9\nnot reachable from here:\n  - logs"
     )
+
+
+def test_sweep_removes_the_entries_of_gone_chats_and_prints_the_counts(
+    memory_url: str, namespace: str, run: Run
+) -> None:
+    seed_trip(memory_url, namespace)
+    with ctxstore.connect(memory_url, namespace=namespace).admin() as store:
+        store.upsert_chat("gone", "alice")
+        keys = store.state.keyspace.chat("gone")
+        store.client.delete(keys.key("chat"), keys.key("branch"))  # as if it expired
+    code, out, err = run(*store_args(memory_url, namespace), "sweep", "--grace-ms", "0")
+    assert (code, err) == (0, "")
+    assert out == (
+        "swept: 2 of 4 index entries and 1 of 2 owner-record entries removed (2 keys walked)\n"
+    )
+    code, out, _err = run(*store_args(memory_url, namespace), "sweep", "--json")
+    assert code == 0
+    assert json.loads(out)["index_entries_removed"] == 0

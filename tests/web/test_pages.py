@@ -256,6 +256,17 @@ def test_the_workers_page_reads_the_job_streams(client: TestClient, seeded: Seed
     assert re.search(r"(\d+) pending", done).group(1) == "0"  # type: ignore[union-attr]
 
 
+def test_the_workers_page_counts_the_jobs_trimmed_untaken(
+    client: TestClient, seeded: Seeded
+) -> None:
+    assert "0 trimmed before a worker took them" in page(client, seeded, "workers").text
+    keyspace = seeded.store.state.keyspace
+    seeded.store.client.set(keyspace.trimmed_counter(keyspace.job_streams()[2]), 7)
+    html = page(client, seeded, "workers").text
+    assert '<span id="trimmed" class="badge lease">7 trimmed before a worker took them' in html
+    assert '<td class="num">7</td>' in html
+
+
 @pytest.mark.parametrize(
     "path",
     ["chat?id=nope", "message?id=trip&m=nope", "context?id=nope", "summaries?id=nope",
