@@ -28,8 +28,8 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-import ctxstore  # noqa: E402
-from local_redis import local_redis  # noqa: E402
+import ctxstore  # noqa: I001
+from local_redis import local_redis
 
 CHATS, MESSAGES, LONG = 100, 100, 10_000
 CONTENT = "x" * 200
@@ -81,14 +81,16 @@ def timed(call: Callable[[], object]) -> float:
 def erasure(store: Any, chats: int, messages: int, iterations: int) -> dict[str, float]:
     ours, floors, keys = [], [], 0
     for iteration in range(iterations):
-        mine = build(store, f"e{iteration}", chats, messages)
+        build(store, f"e{iteration}", chats, messages)
         other = build(store, f"f{iteration}", chats, messages)
         floor = floor_erase(store, f"f{iteration}", other)
         receipt: list[Any] = []
-        calls = [
-            (ours, lambda: receipt.append(store.erase_user(f"e{iteration}"))),
-            (floors, floor),
-        ]
+
+        def ours_call(user: str = f"e{iteration}", sink: list[Any] = receipt) -> object:
+            sink.append(store.erase_user(user))
+            return None
+
+        calls = [(ours, ours_call), (floors, floor)]
         if iteration % 2:
             calls.reverse()
         for sink, call in calls:
@@ -110,6 +112,7 @@ def redaction(store: Any, iterations: int, near_root: bool) -> dict[str, float]:
     ids = [item["id"] for item in store.load_branch(chat_id).messages]
     floor = store.client.register_script(FLOOR_SCRIPT)
     keys = store.state.keyspace.chat(chat_id)
+    tok_keys = [keys.key("log"), keys.key("tok")]
     ours, floors = [], []
     for iteration in range(iterations):
         position = 1 + iteration if near_root else LONG - 2 - iteration
@@ -117,11 +120,14 @@ def redaction(store: Any, iterations: int, near_root: bool) -> dict[str, float]:
         # redaction will not touch (its own record, so nothing read later changes).
         spare = position + iterations + 1 if near_root else position - iterations - 1
         record = store.client.lindex(keys.key("log"), spare)
-        tok_keys = [keys.key("log"), keys.key("tok")]
-        calls = [
-            (ours, lambda: store.redact_message(chat_id, ids[position])),
-            (floors, lambda: floor(keys=tok_keys, args=[spare, record])),
-        ]
+
+        def ours_call(message: str = ids[position]) -> object:
+            return store.redact_message(chat_id, message)
+
+        def floor_call(args: list[Any] = [spare, record]) -> object:  # noqa: B006
+            return floor(keys=tok_keys, args=args)
+
+        calls = [(ours, ours_call), (floors, floor_call)]
         if iteration % 2:
             calls.reverse()
         for sink, call in calls:
@@ -129,6 +135,49 @@ def redaction(store: Any, iterations: int, near_root: bool) -> dict[str, float]:
             sink.append(timed(call))
     ours_ms, floor_ms = statistics.median(ours), statistics.median(floors)
     return {"redact_ms": ours_ms, "floor_ms": floor_ms, "ratio": ours_ms / floor_ms}
+
+
+def longest_command(server: Any, call: Callable[[], object]) -> dict[str, Any]:
+    """The slowest command ``call`` sent, by the server's own clock (SLOWLOG, every command)."""
+    admin = server.client()
+    admin.config_set("slowlog-log-slower-than", 0)
+    admin.config_set("slowlog-max-len", 1_000_000)
+    admin.slowlog_reset()
+    call()
+    entries = admin.slowlog_get(1_000_000)
+    admin.config_set("slowlog-log-slower-than", 10_000)
+    admin.close()
+    entries = [entry for entry in entries if _name(entry) not in ("SLOWLOG", "CONFIG")]
+    entries.sort(key=lambda entry: -int(entry["duration"]))
+    durations = [int(entry["duration"]) for entry in entries]
+    return {
+        "commands": len(entries),
+        "longest_us": float(durations[0]),
+        "longest": _name(entries[0]),
+        "p99_us": float(durations[len(durations) // 100]),
+    }
+
+
+def _name(entry: Any) -> str:
+    command = entry["command"]
+    shown = command.decode("utf-8", "replace") if isinstance(command, bytes) else str(command)
+    return shown.split(" ")[0].upper()
+
+
+def sweep_of_gone(store: Any, server: Any, gone: int) -> dict[str, Any]:
+    """The longest command of a sweep that removes ``gone`` index entries of chats that are no
+    longer there (and as many owner-record entries)."""
+    keyspace = store.state.keyspace
+    client = store.client
+    for start in range(0, gone, 1000):
+        members = {f"gone-{i}": i for i in range(start, min(start + 1000, gone))}
+        client.zadd(keyspace.all_chats_index, members)
+        client.zadd(keyspace.user_index("sweepme"), members)
+        client.hset(keyspace.owner_record("sweepme"), mapping=dict.fromkeys(members, "1\tx"))
+    report: list[Any] = []
+    figures = longest_command(server, lambda: report.append(store.sweep(grace_ms=0)))
+    figures["removed"] = report[0].index_entries_removed + report[0].record_entries_removed
+    return figures
 
 
 def main() -> None:
@@ -144,7 +193,12 @@ def main() -> None:
             f"erase a user of 1 chat x {LONG} messages": erasure(store, 1, LONG, args.iterations),
             f"redact near the root of {LONG} messages": redaction(store, args.iterations, True),
             f"redact near the head of {LONG} messages": redaction(store, args.iterations, False),
+            "sweep of 10,000 gone chats (SLOWLOG)": sweep_of_gone(store, server, 10_000),
         }
+        build(store, "slow", CHATS, MESSAGES)
+        results[f"erase a user of {CHATS} chats (SLOWLOG)"] = longest_command(
+            server, lambda: store.erase_user("slow")
+        )
         store.close()
     print(f"Redis {server.version}, {args.iterations} iterations, medians")
     for name, figures in results.items():

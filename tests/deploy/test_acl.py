@@ -78,7 +78,15 @@ def test_a_tenant_runs_every_operation_in_its_namespace(acl_server: servers.Redi
         engine.save()
         turn.extend()
     assert engine.resolve().messages
+    assert store.redact_message("c1", first.message_ids[0], reason="a test").redacted
+    assert next(iter(store.export_user("alice")))["type"] == "chat"
+    swept = store.sweep()
+    assert "SCAN" in swept.skipped or "scan" in swept.skipped.lower()  # an operator's part
     assert store.delete_chat("c1")
+    receipt = store.erase_user("alice")
+    assert set(receipt.chat_ids) == {"c1-copy", "c2"}  # c1 was deleted: out of the record
+    assert any("not known" in place for place in receipt.unreachable)  # no INFO for tenants
+    assert store.for_user("alice").list_chats() == []
     store.close()
 
 

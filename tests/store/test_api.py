@@ -23,7 +23,7 @@ HANDLES = {
 }
 #: Methods whose records come as an iterator (sync) and an async iterator (async): the same
 #: parameters, annotated each for its own kind of iteration.
-STREAMING = {"export_chat", "import_chat"}
+STREAMING = {"export_chat", "export_user", "import_chat"}
 
 #: Plain methods returning an iterator of what they read: a generator on the sync store, an async
 #: generator on the async one (the return annotations differ accordingly).

@@ -254,6 +254,12 @@ def _setup(store: Any, pair: servers.ReplicaPair) -> Chat:
 
 Action = Callable[[Any, Chat], Any]
 
+
+def _sweep_a_gone_chat(store: Any, chat: Chat) -> None:
+    chat.raw.zadd(store.state.keyspace.all_chats_index, {"gone": 1})
+    assert store.sweep().index_entries_removed == 1
+
+
 WRITES: dict[str, Action] = {
     "upsert_chat": lambda s, _c: s.upsert_chat("c2", "alice"),
     "open_chat": lambda s, _c: s.open_chat("c2", "alice", load=True),
@@ -270,7 +276,17 @@ WRITES: dict[str, Action] = {
     "verify_chat(repair)": lambda s, _c: s.verify_chat("c1", repair=True),
     "expire_chat": lambda s, _c: s.expire_chat("c1", 3600),
     "import_chat": lambda s, _c: s.import_chat(list(s.export_chat("c1")), chat_id="c3"),
+    "redact_message": lambda s, c: s.redact_message("c1", c.first),
+    "erase_user": lambda s, _c: s.erase_user("alice"),
+    "sweep": _sweep_a_gone_chat,
+    "purge_namespace": lambda s, _c: s.purge_namespace(confirm=s.state.keyspace.namespace),
 }
+
+
+def _sweep_a_gone_chat(store: Any, chat: Chat) -> None:
+    chat.raw.zadd(store.state.keyspace.all_chats_index, {"gone": 1})
+    assert store.sweep().index_entries_removed == 1
+
 
 READS: dict[str, Action] = {
     "get_chat": lambda s, _c: s.get_chat("c1"),
@@ -288,6 +304,7 @@ READS: dict[str, Action] = {
     "get_graph": lambda s, _c: s.get_graph("c1"),
     "verify_chat": lambda s, _c: s.verify_chat("c1"),
     "export_chat": lambda s, _c: list(s.export_chat("c1")),
+    "export_user": lambda s, _c: list(s.export_user("alice")),
     "active_stream": lambda s, _c: s.active_stream("c1"),
     "read_stream": lambda s, _c: _read_a_missing_stream(s),
 }
@@ -312,7 +329,9 @@ def _waits_follow_writes(commands: list[str]) -> int:
     """How many WAITs were sent, each checked to come right after a script or a write."""
     waits = [index for index, name in enumerate(commands) if name == "WAIT"]
     for index in waits:
-        assert commands[index - 1] in ("EVALSHA", "EVAL", "XADD", "HSETNX"), commands
+        assert commands[index - 1] in (
+            "EVALSHA", "EVAL", "XADD", "HSETNX", "UNLINK", "XDEL", "HDEL", "ZREM"
+        ), commands  # fmt: skip
     return len(waits)
 
 
@@ -353,9 +372,10 @@ def test_the_compaction_lease_and_a_job_enqueued_after_the_reply_wait_too(
     assert given
     assert _waits_follow_writes(wire.commands) == 2
     trigger = ctxstore.models.CompactionTrigger(soft_tokens=1)
+    run(jobs.enqueue_compaction(durable.state, "c1", "main", "job-0", trigger))  # script loaded
     with trace_wire() as wire:
         run(jobs.enqueue_compaction(durable.state, "c1", "main", "job-1", trigger))
-    assert wire.commands == ["XADD", "WAIT"]
+    assert wire.commands == ["EVALSHA", "WAIT"]
 
 
 # --- round trips -----------------------------------------------------------------------------

@@ -108,6 +108,25 @@ def test_repairing_a_sound_chat_changes_nothing(store: Any, chat: str, snap: Any
     assert snap() == before
 
 
+def test_a_chat_missing_from_its_owners_record_is_reported_and_recorded(
+    store: Any, chat: str, backend: str
+) -> None:
+    """A chat of a release that kept no owner record (or whose entry was lost): erasure would
+    miss it were it not in the listing index too; verify finds it, repair records it."""
+    record = store.state.keyspace.owner_record("alice")
+    raw = raw_client(backend)
+    entry = raw.hget(record, chat)
+    assert entry is not None
+    raw.hdel(record, chat)
+    report = store.verify_chat(chat)
+    assert [(p.kind, p.key, p.field) for p in report.problems] == [("owner record", record, chat)]
+    repaired = store.verify_chat(chat, repair=True)
+    assert repaired.ok
+    assert repaired.repaired == (f"owner record {record}",)
+    assert raw.hget(record, chat).split(b"\t")[1] == entry.split(b"\t")[1]  # its incarnation
+    raw.close()
+
+
 def test_an_unknown_chat_is_not_found(store: Any) -> None:
     with pytest.raises(ctxstore.ChatNotFoundError, match="'nope' does not exist"):
         store.verify_chat("nope")

@@ -256,6 +256,7 @@ class AppendPlan:
             rebased=self.rebased,
             conflict_fork=self.conflict_fork,
             created_branches=tuple(name for name, _start, _activate in self.created),
+            incarnation=chat.incarnation,
         )
 
 

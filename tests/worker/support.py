@@ -48,3 +48,4 @@ def running(worker: Any, *, until: Callable[[], bool] | None = None) -> Iterator
     finally:
         worker.stop()
         thread.join(timeout=30)
+        assert not thread.is_alive(), "the worker did not stop within 30 s"

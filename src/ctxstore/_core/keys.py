@@ -33,7 +33,8 @@
 ``<base>`` is ``<prefix>`` or ``<prefix>:<namespace>``, so a tenant's keys match the ACL pattern
 ``<prefix>:<namespace>:*``. One hash tag per chat puts every key a script touches in one Cluster
 slot; a chat is eleven keys whatever its length, so deleting it is one UNLINK and no request
-needs SCAN (only the operators' sweep and purge scan, :mod:`ctxstore._core.ops.sweep`). A message costs one list entry (its record: parent position, time, payload) and,
+needs SCAN (only the operators' sweep and purge scan, :mod:`ctxstore._core.ops.sweep`). A
+message costs one list entry (its record: parent position, time, payload) and,
 only when the caller chose its id, one alias entry: generated ids are ``<position>.<incarnation>``
 and need no index. The indexes live in their own slots; on a single server the append script
 moves them itself, on a Cluster they follow the script.

@@ -26,6 +26,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from ctxstore._base.plans import Pause, Step, aperformer, arun_plan
+from ctxstore._core.ops import sweep as sweeping
 from ctxstore.errors import ChatNotFoundError, ConfigurationError
 from ctxstore.messages.tokens import MessageCounter, TokenCounter, message_counter
 from ctxstore.store.async_store import AsyncStore, connect_async
@@ -196,8 +198,7 @@ class Worker:
             try:
                 await self._loop(list(zip(stores, streams, strict=True)), burst)
             finally:
-                for task in sweeps:
-                    task.cancel()
+                self._stopping = True  # the sweeps end at their next pause
                 await asyncio.gather(*sweeps, return_exceptions=True)
             for group in streams:
                 await self._leave(group)
@@ -251,15 +252,30 @@ class Worker:
 
     async def _sweep_forever(self, store: AsyncStore) -> None:
         """The background sweep: one pass every ``sweep_every_ms``, taken by one worker of the
-        namespace at a time (a lease), ``sweep_pause_ms`` between its steps."""
+        namespace at a time (a lease), ``sweep_pause_ms`` between its steps. A worker that stops
+        ends its pass at the next pause (never in the middle of a command) and exits."""
+        pause = self.sweep_pause_ms / 1000
+        perform = aperformer(store.run)
+
+        async def paced(step: Step) -> Any:
+            if isinstance(step, Pause) and self._stopping:
+                raise _SweepStoppedError
+            return await perform(step)
+
         while not self._stopping:
             try:
                 if await self._sweep_lease(store):
-                    report = await store.sweep(pause=self.sweep_pause_ms / 1000)
+                    plan = sweeping.sweep(store.state, pause=pause or 0.0)
+                    report = await arun_plan(plan, paced)
                     log.info(log_line(event="sweep", **report.as_dict()))
+            except _SweepStoppedError:
+                return
             except Exception as caught:  # the sweep is upkeep: it never stops the worker
                 log.warning(log_line(event="sweep_failed", error=str(caught)))
-            await asyncio.sleep(self.sweep_every_ms / 1000)
+            waited = 0.0
+            while not self._stopping and waited < self.sweep_every_ms / 1000:
+                await asyncio.sleep(min(0.05, self.sweep_every_ms / 1000))
+                waited += 0.05
 
     async def _sweep_lease(self, store: AsyncStore) -> bool:
         key = f"{store.state.keyspace.base}:sweeping"
@@ -424,6 +440,10 @@ class Worker:
                 loop.add_signal_handler(number, on_signal)
             except (NotImplementedError, RuntimeError):  # not the main thread, or Windows
                 return
+
+
+class _SweepStoppedError(Exception):
+    """The worker is stopping: its background sweep ends at this pause."""
 
 
 def _summarizer(

@@ -277,7 +277,8 @@ def _drop_record(
     replicas to acknowledge everything up to it. Returns (acknowledged, connected) replicas, or
     None where that is not asked (the embedded store, a Cluster)."""
     record = state.keyspace.owner_record(user_id)
-    connected = 0 if state.embedded or state.cluster else (yield from _connected_replicas())
+    asks = not (state.embedded or state.cluster or state.durability is not None)
+    connected = (yield from _connected_replicas()) if asks else 0
     calls: list[Call[Any]] = [
         command_call(("HLEN", record), keys=(record,)),
         command_call(("UNLINK", record), keys=(record,), writes=True),
@@ -290,8 +291,8 @@ def _drop_record(
     _raise_first(outcomes[:2])
     removed["owner record entries"] += int(outcomes[0])
     tell(ErasureProgress("record", 1, 1))
-    if state.embedded or state.cluster:
-        return None
+    if not asks:
+        return None  # a store with durability= waited after every write already
     if connected <= 0:
         return (0, connected)
     acknowledged = outcomes[2]

@@ -87,9 +87,13 @@ def removal_calls(state: StoreState, chat_id: str, user_id: str) -> tuple[Call[o
 Repair = tuple[str | bytes, float, "int | str | None"]
 
 
-def repair_call(index: str, repairs: Sequence[Repair]) -> Call[object]:
-    """Set each entry to its new score (or remove it), only if it still has the score seen."""
+def repair_call(index: str, repairs: Sequence[Repair], *, writes: bool = False) -> Call[object]:
+    """Set each entry to its new score (or remove it), only if it still has the score seen.
+    ``writes``: a store with ``durability=`` waits for it (the sweep's; a listing's repairs of
+    what it read are best effort and never wait)."""
     args: list[Arg] = []
     for member, observed, new_score in repairs:
         args += [member, repr(observed), "" if new_score is None else new_score]
-    return script_call(load_script("repair_index"), (index,), args, parse=lambda reply: reply)
+    return script_call(
+        load_script("repair_index"), (index,), args, parse=lambda reply: reply, writes=writes
+    )

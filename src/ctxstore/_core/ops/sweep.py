@@ -100,8 +100,7 @@ def _walk_index(state: StoreState, index: str, report: SweepReport, pause: float
         cursor, checked, removed = yield Run(_index_step(state, index, cursor))
         report.index_entries_checked += checked
         report.index_entries_removed += removed
-        if pause:
-            yield Pause(pause)
+        yield Pause(pause)  # even of 0 s: where a caller may end the sweep
         if cursor == 0:
             return
 
@@ -114,7 +113,7 @@ def _index_step(state: StoreState, index: str, cursor: int) -> Operation[tuple[i
     removed = 0
     repairs = [(chat_id, score, None) for chat_id, score in entries if chat_id in gone]
     if repairs:
-        removed = int((yield repair_call(index, repairs)))
+        removed = int((yield repair_call(index, repairs, writes=True)))
     return cursor, len(entries), removed
 
 
@@ -125,8 +124,7 @@ def _walk_record_with_grace(grace_ms: int) -> Any:
             cursor, checked, removed = yield Run(_record_step(state, record, cursor, grace_ms))
             report.record_entries_checked += checked
             report.record_entries_removed += removed
-            if pause:
-                yield Pause(pause)
+            yield Pause(pause)
             if cursor == 0:
                 return
 
