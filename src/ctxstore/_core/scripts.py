@@ -57,7 +57,8 @@ LIBRARY: tuple[str, ...] = (
 #: lookup per command.
 CHECK_KEYS_ENV = "CTXSTORE_CHECK_DECLARED_KEYS"
 
-#: The commands the scripts run whose keys are not just their first argument.
+#: The commands the scripts run whose keys are not just their first argument (or that name
+#: none: ``SCAN``).
 _KEY_CHECK = """
 if #KEYS == 0 then
   return redis.error_reply('CTX_UNDECLARED ' .. cjson.encode({reason = 'a script with no KEYS'}))
@@ -67,11 +68,14 @@ for _, key in ipairs(KEYS) do
   ctx_declared[key] = true
 end
 local ctx_all_keys = {DEL = true, UNLINK = true, EXISTS = true}
+local ctx_keyless = {SCAN = true}  -- scan_node.lua: a node's keys, named by none of its args
 local function ctx_checked_call(command, ...)
   local args = {...}
   local upper = string.upper(command)
   local last = 1
-  if ctx_all_keys[upper] then
+  if ctx_keyless[upper] then
+    last = 0
+  elseif ctx_all_keys[upper] then
     last = #args
   elseif upper == 'RENAME' then
     last = 2
