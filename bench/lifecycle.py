@@ -138,7 +138,10 @@ def redaction(store: Any, iterations: int, near_root: bool) -> dict[str, float]:
 
 
 def longest_command(server: Any, call: Callable[[], object]) -> dict[str, Any]:
-    """The slowest command ``call`` sent, by the server's own clock (SLOWLOG, every command)."""
+    """What the server spent on each kind of command ``call`` sent (SLOWLOG, every command:
+    the inner commands of scripts are logged too, and every duration carries the logging): the
+    kind with the highest 99th percentile, its median, and the longest single one (on this
+    shared machine a few take milliseconds whatever they are: the scheduler)."""
     admin = server.client()
     admin.config_set("slowlog-log-slower-than", 0)
     admin.config_set("slowlog-max-len", 1_000_000)
@@ -147,15 +150,29 @@ def longest_command(server: Any, call: Callable[[], object]) -> dict[str, Any]:
     entries = admin.slowlog_get(1_000_000)
     admin.config_set("slowlog-log-slower-than", 10_000)
     admin.close()
-    entries = [entry for entry in entries if _name(entry) not in ("SLOWLOG", "CONFIG")]
-    entries.sort(key=lambda entry: -int(entry["duration"]))
-    durations = [int(entry["duration"]) for entry in entries]
+    kinds: dict[str, list[int]] = {}
+    for entry in entries:
+        if _name(entry) not in ("SLOWLOG", "CONFIG"):
+            kinds.setdefault(_kind(entry), []).append(int(entry["duration"]))
+    for durations in kinds.values():
+        durations.sort()
+    worst = max(kinds, key=lambda kind: kinds[kind][(len(kinds[kind]) * 99) // 100 - 1])
+    durations = kinds[worst]
     return {
-        "commands": len(entries),
-        "longest_us": float(durations[0]),
-        "longest": _name(entries[0]),
-        "p99_us": float(durations[len(durations) // 100]),
+        "commands": sum(len(found) for found in kinds.values()),
+        "slowest_kind": worst,
+        "its_median_us": float(statistics.median(durations)),
+        "its_p99_us": float(durations[(len(durations) * 99) // 100 - 1]),
+        "longest_us": float(max(max(found) for found in kinds.values())),
     }
+
+
+def _kind(entry: Any) -> str:
+    """A command's name, and for a script the start of its SHA (each script its own kind)."""
+    command = entry["command"]
+    shown = command.decode("utf-8", "replace") if isinstance(command, bytes) else str(command)
+    parts = shown.split(" ")
+    return f"{parts[0].upper()} {parts[1][:8]}" if parts[0].upper() == "EVALSHA" else parts[0]
 
 
 def _name(entry: Any) -> str:

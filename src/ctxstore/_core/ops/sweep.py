@@ -9,9 +9,9 @@ with a scan of every primary, :mod:`ctxstore._core.ops.scanning`), checking each
 ``EXISTS`` (no payload is read) and removing what names a chat that is gone, only while the
 entry is what the sweep read (a chat written again meanwhile keeps its entry). An owner-record
 entry younger than ``grace_ms`` is left: on a Cluster a chat is recorded a moment before it is
-created. Each call touches at most ``ENTRIES_PER_STEP`` entries (well under a millisecond of the
-server's time); ``pause`` seconds pass between steps, so a worker sweeping in the background
-never competes with the requests.
+created. Each call touches at most ``ENTRIES_PER_STEP`` entries, and a step's removals go 32 to
+a script, so no call holds the server for long (well under a millisecond); ``pause`` seconds
+pass between steps, so a worker sweeping in the background never competes with the requests.
 
 :func:`purge_namespace` removes every key of a namespace (a tenant offboarded), a scan step of
 keys at a time, on every primary.
@@ -39,6 +39,9 @@ from ctxstore.models import SweepReport
 
 #: Entries one step reads and checks.
 ENTRIES_PER_STEP = 200
+#: Entries one removal script takes: a script's guarded removal costs some microseconds an
+#: entry, so a step's removals go as several scripts (in one round trip), each well under 1 ms.
+REMOVALS_PER_CALL = 32
 #: An owner-record entry this young may stand for a chat being created (Cluster): left alone.
 DEFAULT_GRACE_MS = 10 * 60 * 1000
 
@@ -113,8 +116,22 @@ def _index_step(state: StoreState, index: str, cursor: int) -> Operation[tuple[i
     removed = 0
     repairs = [(chat_id, score, None) for chat_id, score in entries if chat_id in gone]
     if repairs:
-        removed = int((yield repair_call(index, repairs, writes=True)))
+        outcomes = yield tuple(
+            repair_call(index, repairs[start : start + REMOVALS_PER_CALL], writes=True)
+            for start in range(0, len(repairs), REMOVALS_PER_CALL)
+        )
+        removed = _counted(outcomes)
     return cursor, len(entries), removed
+
+
+def _counted(outcomes: Any) -> int:
+    """The entries a batch of removal scripts removed (a failed one raises its error)."""
+    total = 0
+    for outcome in outcomes:
+        if isinstance(outcome, CtxStoreError):
+            raise outcome
+        total += int(outcome)
+    return total
 
 
 def _walk_record_with_grace(grace_ms: int) -> Any:
@@ -146,8 +163,12 @@ def _record_step(
     removed = 0
     user = _user_of(state, record)
     if doomed and user is not None:
-        outcomes = yield forget_calls(state, user, doomed)
-        removed = sum(int(outcome) for outcome in outcomes if isinstance(outcome, int))
+        outcomes = yield tuple(
+            call
+            for start in range(0, len(doomed), REMOVALS_PER_CALL)
+            for call in forget_calls(state, user, doomed[start : start + REMOVALS_PER_CALL])
+        )
+        removed = _counted(outcomes)
     return cursor, len(entries), removed
 
 
