@@ -116,6 +116,14 @@ Operation = Generator[Step, Any, T]
 Outcome = Any
 
 
+def raise_first_error(outcomes: Sequence[Outcome]) -> None:
+    """Raise the first ctxstore error among a batch's outcomes (a step whose every command
+    must have succeeded)."""
+    for outcome in outcomes:
+        if isinstance(outcome, CtxStoreError):
+            raise outcome
+
+
 class Exchange(Generic[T]):
     """Runs one operation over any transport: ``request()``, ``respond(replies)``, ``result``.
 

@@ -30,8 +30,13 @@ from ctxstore._base.ids import check_key_id
 from ctxstore._core.format.fields import text
 from ctxstore._core.format.jobs import JOB_GROUP
 from ctxstore._core.ops.chats import DeletedChat, delete_call
-from ctxstore._core.ops.owner_records import field_pairs, owned_chat_ids, record_call
-from ctxstore._core.protocol import Call, Operation, command_call
+from ctxstore._core.ops.owner_records import (
+    field_pairs,
+    missing_chats,
+    owned_chat_ids,
+    record_call,
+)
+from ctxstore._core.protocol import Call, Operation, command_call, raise_first_error
 from ctxstore._core.state import StoreState
 from ctxstore.errors import BackendPermissionError, CtxStoreError
 from ctxstore.models import ERASED_KINDS, ErasureProgress, ErasureReceipt
@@ -106,14 +111,8 @@ def _gather(state: StoreState, user_id: str) -> Operation[list[str]]:
     if extra:
         now = state.clock()
         outcomes = yield tuple(record_call(state, user_id, chat_id, "", now) for chat_id in extra)
-        _raise_first(outcomes)
+        raise_first_error(outcomes)
     return [*recorded, *extra]
-
-
-def _raise_first(outcomes: Sequence[Any]) -> None:
-    for outcome in outcomes:
-        if isinstance(outcome, CtxStoreError):
-            raise outcome
 
 
 def _chunks(items: Sequence[str], size: int) -> Iterable[Sequence[str]]:
@@ -139,18 +138,13 @@ def _delete_chats(
         outcomes = yield tuple(
             delete_call(state, chat_id, user_id=user_id, leftovers=True) for chat_id in batch
         )
-        _raise_first(outcomes)
+        raise_first_error(outcomes)
         kept = [
             chat_id for chat_id, deleted in zip(batch, outcomes, strict=True) if not deleted.deleted
         ]
         others: set[str] = set()
-        if kept:
-            exists = yield tuple(
-                command_call(("EXISTS", key), keys=(key,))
-                for key in (state.keyspace.chat(chat_id).key("chat") for chat_id in kept)
-            )
-            _raise_first(exists)
-            others = {chat_id for chat_id, there in zip(kept, exists, strict=True) if int(there)}
+        if kept:  # not deleted: gone already, or another user's chat of the same id now
+            others = set(kept) - (yield from missing_chats(state, kept))
         for chat_id, deleted in zip(batch, outcomes, strict=True):
             if chat_id in others:
                 continue
@@ -188,7 +182,7 @@ def _remove_index_entries(
         command_call(("ZCARD", index), keys=(index,)),
         command_call(("UNLINK", index), keys=(index,), writes=True),
     )
-    _raise_first((listed, _gone))
+    raise_first_error((listed, _gone))
     removed["index entries"] += int(listed)
     tell(ErasureProgress("indexes", len(chat_ids), len(chat_ids)))
 
@@ -288,7 +282,7 @@ def _drop_record(
         # that acknowledges it holds every earlier write too (one ordered replication stream).
         calls.append(command_call(("WAIT", connected, REPLICA_WAIT_MS), keys=()))
     outcomes = yield tuple(calls)
-    _raise_first(outcomes[:2])
+    raise_first_error(outcomes[:2])
     removed["owner record entries"] += int(outcomes[0])
     tell(ErasureProgress("record", 1, 1))
     if not asks:

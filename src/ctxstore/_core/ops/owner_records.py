@@ -24,8 +24,15 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any, TypeVar
 
-from ctxstore._core.format.fields import text
-from ctxstore._core.protocol import Arg, Call, Operation, command_call, script_call
+from ctxstore._core.format.fields import scored_pairs, text
+from ctxstore._core.protocol import (
+    Arg,
+    Call,
+    Operation,
+    command_call,
+    raise_first_error,
+    script_call,
+)
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
 from ctxstore.errors import BackendError, CtxStoreError
@@ -107,11 +114,31 @@ def scan_members(key: str, command: str) -> Operation[list[str]]:
 
 
 def field_pairs(items: Any) -> list[tuple[Any, Any]]:
-    """A scan's (field, value) pairs: redis-py answers HSCAN with a map and ZSCAN with pairs;
-    a flat list is read two by two."""
+    """A scan's (field, value) pairs: redis-py answers HSCAN with a map, ZSCAN with pairs
+    (read as a ``WITHSCORES`` reply is)."""
     if isinstance(items, Mapping):
         return list(items.items())
-    flat = list(items)
-    if flat and isinstance(flat[0], tuple | list):
-        return [(pair[0], pair[1]) for pair in flat]
-    return list(zip(flat[::2], flat[1::2], strict=False))
+    return scored_pairs(items)
+
+
+def missing_chats(state: StoreState, chat_ids: Sequence[str]) -> Operation[set[str]]:
+    """Which of ``chat_ids`` have no chat hash: one ``EXISTS`` each, in one round trip, no
+    payload read (an id that cannot name a chat is missing too)."""
+    checks: list[tuple[str, Call[Any]]] = []
+    missing: set[str] = set()
+    for chat_id in chat_ids:
+        try:
+            key = state.keyspace.chat(chat_id).key("chat")
+        except CtxStoreError:
+            missing.add(chat_id)
+            continue
+        checks.append((chat_id, command_call(("EXISTS", key), keys=(key,))))
+    if checks:
+        outcomes = yield tuple(call for _chat_id, call in checks)
+        raise_first_error(outcomes)
+        missing |= {
+            chat_id
+            for (chat_id, _call), there in zip(checks, outcomes, strict=True)
+            if not int(there)
+        }
+    return missing

@@ -25,9 +25,9 @@ from typing import Any
 from ctxstore._base.plans import Pause, Plan, Run
 from ctxstore._core.format.fields import text
 from ctxstore._core.ops.indexes import repair_call
-from ctxstore._core.ops.owner_records import field_pairs, forget_calls
+from ctxstore._core.ops.owner_records import field_pairs, forget_calls, missing_chats
 from ctxstore._core.ops.scanning import each_key_batch, node_routes, scan_call
-from ctxstore._core.protocol import Call, Operation, command_call
+from ctxstore._core.protocol import Call, Operation, command_call, raise_first_error
 from ctxstore._core.state import StoreState
 from ctxstore.errors import (
     BackendPermissionError,
@@ -112,7 +112,7 @@ def _index_step(state: StoreState, index: str, cursor: int) -> Operation[tuple[i
     reply = yield command_call(("ZSCAN", index, cursor, "COUNT", ENTRIES_PER_STEP), keys=(index,))
     cursor = int(text(reply[0]) if isinstance(reply[0], bytes) else reply[0])
     entries = [(text(member), float(score)) for member, score in field_pairs(reply[1])]
-    gone = yield from _gone(state, [chat_id for chat_id, _score in entries])
+    gone = yield from missing_chats(state, [chat_id for chat_id, _score in entries])
     removed = 0
     repairs = [(chat_id, score, None) for chat_id, score in entries if chat_id in gone]
     if repairs:
@@ -126,12 +126,8 @@ def _index_step(state: StoreState, index: str, cursor: int) -> Operation[tuple[i
 
 def _counted(outcomes: Any) -> int:
     """The entries a batch of removal scripts removed (a failed one raises its error)."""
-    total = 0
-    for outcome in outcomes:
-        if isinstance(outcome, CtxStoreError):
-            raise outcome
-        total += int(outcome)
-    return total
+    raise_first_error(outcomes)
+    return sum(int(outcome) for outcome in outcomes)
 
 
 def _walk_record_with_grace(grace_ms: int) -> Any:
@@ -158,7 +154,7 @@ def _record_step(
     entries = [(text(chat_id), text(value)) for chat_id, value in field_pairs(reply[1])]
     horizon = state.clock() - grace_ms
     old = [(chat_id, value) for chat_id, value in entries if _recorded_at(value) < horizon]
-    gone = yield from _gone(state, [chat_id for chat_id, _value in old])
+    gone = yield from missing_chats(state, [chat_id for chat_id, _value in old])
     doomed = [(chat_id, value.partition("\t")[2]) for chat_id, value in old if chat_id in gone]
     removed = 0
     user = _user_of(state, record)
@@ -187,28 +183,6 @@ def _user_of(state: StoreState, record: str) -> str | None:
     except CtxStoreError:
         return None
     return user
-
-
-def _gone(state: StoreState, chat_ids: list[str]) -> Operation[set[str]]:
-    """Which of ``chat_ids`` have no chat hash (one ``EXISTS`` each, in one round trip; an id
-    that names no chat is gone too)."""
-    checks: list[tuple[str, Call[Any]]] = []
-    gone: set[str] = set()
-    for chat_id in chat_ids:
-        try:
-            key = state.keyspace.chat(chat_id).key("chat")
-        except CtxStoreError:
-            gone.add(chat_id)
-            continue
-        checks.append((chat_id, command_call(("EXISTS", key), keys=(key,))))
-    if checks:
-        outcomes = yield tuple(call for _chat_id, call in checks)
-        for (chat_id, _call), outcome in zip(checks, outcomes, strict=True):
-            if isinstance(outcome, CtxStoreError):
-                raise outcome
-            if not int(outcome):
-                gone.add(chat_id)
-    return gone
 
 
 def glob_escaped(text_: str) -> str:
@@ -241,10 +215,7 @@ def purge_namespace(state: StoreState, confirm: object) -> Operation[int]:
         outcomes = yield tuple(
             command_call(("UNLINK", key), keys=(key,), writes=True) for key in keys
         )
-        for outcome in outcomes:
-            if isinstance(outcome, CtxStoreError):
-                raise outcome
-            removed += int(outcome)
+        removed += _counted(outcomes)
 
     yield from each_key_batch(state, f"{glob_escaped(state.keyspace.base)}:*", unlink)
     state.cache.clear()

@@ -46,14 +46,20 @@ from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops import owner_records
 from ctxstore._core.ops.chats import chat_context, keys_for
 from ctxstore._core.ops.verify.tokens import check_summaries, check_token_entries
-from ctxstore._core.protocol import Arg, Call, Operation, command_call, script_call
+from ctxstore._core.protocol import (
+    Arg,
+    Call,
+    Operation,
+    command_call,
+    raise_first_error,
+    script_call,
+)
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
 from ctxstore.errors import (
     ChatNotFoundError,
     ConflictError,
     CorruptionError,
-    CtxStoreError,
     InvalidIdError,
 )
 from ctxstore.models import Problem, VerifyReport
@@ -98,12 +104,6 @@ class _Snapshot:
     @property
     def incarnation(self) -> str | None:
         return self.field("inc")
-
-
-def _fail_on_errors(outcomes: Sequence[Any]) -> None:
-    for outcome in outcomes:
-        if isinstance(outcome, CtxStoreError):
-            raise outcome
 
 
 def _key_calls(keys: ChatKeys) -> tuple[Call[Any], ...]:
@@ -169,7 +169,7 @@ def _read(state: StoreState, keys: ChatKeys) -> Operation[_Snapshot]:
     """A consistent snapshot of the chat, read again while writes keep landing in the middle."""
     for _attempt in range(ATTEMPTS):
         outcomes = yield _key_calls(keys)
-        _fail_on_errors(outcomes)
+        raise_first_error(outcomes)
         first, length, branches, checkpoints, alias, runs, tok, summaries, last = outcomes
         bad_names: list[tuple[str, str]] = []
         chat = _names(first, keys.key("chat"), bad_names)
@@ -178,7 +178,7 @@ def _read(state: StoreState, keys: ChatKeys) -> Operation[_Snapshot]:
         owner = _owner(chat, keys.key("chat"))
         indexes = _index_keys(state, owner)
         tail = yield _record_calls(state, keys, int(length), indexes, _owner_record(state, owner))
-        _fail_on_errors(tail)
+        raise_first_error(tail)
         tail, recorded = tail[:-1], tail[-1]
         chunks, inc, scores = (
             tail[: -len(indexes) - 1],
@@ -736,7 +736,7 @@ def _repair(state: StoreState, snapshot: _Snapshot, plan: _Plan) -> Operation[tu
             command_call(("ZADD", index, updated_at, chat_id), keys=(index,))
             for index in plan.indexes
         )
-        _fail_on_errors(outcomes)
+        raise_first_error(outcomes)
     owner = _owner(snapshot.chat, snapshot.keys.key("chat"))
     if plan.record and owner is not None:
         yield owner_records.record_call(
