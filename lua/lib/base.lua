@@ -4,7 +4,10 @@
 -- script follows are described in README.md, beside this file.
 -- Relies on: nothing (Redis's own redis and cjson).
 
+-- The storage format this release writes, and the formats it reads: its own and the one
+-- before (format 2 is the first kept). ctxstore/_core/format/versions.py keeps the same two.
 local FORMAT = '2'
+local FORMATS_READ = {['2'] = true}
 -- Every record ends with a 6-character random tag (msgpack fixstr: 7 bytes).
 local TAG_LENGTH = 6
 

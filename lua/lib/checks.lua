@@ -75,12 +75,16 @@ local function is_key_id(s)
     and is_utf8(s)
 end
 
--- What is wrong with a chat's identity (the field and why), or nil: the format must be this
--- one, the incarnation one ctxstore generated and the owner an id it accepts. An incarnation or
--- owner equal to the one the caller sent was checked by the client already.
+-- What is wrong with a chat's identity (the field and why), or nil: the format must be one
+-- this release reads (another release's format is a FORMAT error), the incarnation one
+-- ctxstore generated and the owner an id it accepts. An incarnation or owner equal to the one
+-- the caller sent was checked by the client already.
 local function identity_problem(owner, fmt, inc, user, expected_inc)
-  if fmt ~= FORMAT then
-    return 'fmt', 'not written by this version of ctxstore (format ' .. FORMAT .. ')'
+  if not FORMATS_READ[fmt] then
+    if fmt and string.find(fmt, '^[1-9]%d?%d?$') then
+      fail('FORMAT', {format = fmt})  -- another release's chat: intact, not corrupt
+    end
+    return 'fmt', 'not a storage format of ctxstore'
   end
   if not inc or ((expected_inc == '' or inc ~= expected_inc)
                  and not string.find(inc, '^[a-z2-7]+$')) then

@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from ctxstore._base.exports import install_moved_module_finder, lazy_exports
+from ctxstore._base.release import __version__ as __version__
 from ctxstore.errors import (
     BackendUnavailableError,
     ChatBusyError,
@@ -41,8 +42,6 @@ from ctxstore.errors import (
     PermissionDeniedError,
     ValidationError,
 )
-
-__version__ = "0.3.0"
 
 #: Every public name and the module it lives in: the one table ``__all__``, the lazy imports and
 #: the type checkers' imports below agree with (a test checks it).

@@ -28,6 +28,7 @@ The tree::
     ├── StreamFailedError
     ├── PermissionDeniedError          what a user's handle may not do
     ├── CorruptionError
+    ├── FormatError                    another release's storage format, not read here
     ├── LimitExceededError
     └── BackendError
         ├── BackendUnavailableError    refused or dropped connection, cluster down
@@ -199,6 +200,14 @@ class PermissionDeniedError(CtxStoreError):
 
 class CorruptionError(CtxStoreError):
     """Stored data is not what ctxstore wrote: undecodable records, a cycle, a dangling parent."""
+
+
+class FormatError(CtxStoreError):
+    """A chat or the keyspace is in a storage format this release does not read or write:
+    another release of ctxstore wrote it (docs/compatibility.md). Not corruption: the data is
+    intact and the release named in the message reads it. Details: ``found`` (the format met),
+    ``reads`` (the formats this release reads), ``release`` (this release) and ``install``
+    (the release that reads ``found``, when the keyspace marker names it)."""
 
 
 class LimitExceededError(CtxStoreError):

@@ -434,6 +434,86 @@ class SweepReport:
         return dict(vars(self))
 
 
+@dataclass(frozen=True)
+class Health:
+    """What :meth:`~ctxstore.store.Store.ping` found: the server answered in ``round_trip``
+    seconds; its keyspace is marked ``format`` (by ``format_release``; None: unmarked, which
+    is format 2); ``eviction_policy`` is its ``maxmemory-policy`` (None where the server does
+    not tell it: managed services, ACL users without ``CONFIG``, the embedded store)."""
+
+    round_trip: float
+    format: str
+    format_release: str | None
+    eviction_policy: str | None
+
+    @property
+    def may_evict(self) -> bool:
+        """Whether the server may drop keys under memory pressure (it must not: a dropped key
+        cuts a chat's chains); False when it does not tell."""
+        return self.eviction_policy not in (None, "noeviction")
+
+
+@dataclass(frozen=True)
+class MigrationProgress:
+    """Where a running ``migrate`` stands (given to its ``progress`` callback after each
+    batch): chats ``done`` (seen, migrated or not), ``total`` (the namespace index's count of
+    chats, an estimate; None when unknown), ``failed`` so far and ``elapsed`` seconds."""
+
+    done: int
+    total: int | None
+    failed: int
+    elapsed: float
+
+    @property
+    def rate(self) -> float:
+        """Chats a second so far."""
+        return self.done / self.elapsed if self.elapsed > 0 else 0.0
+
+    @property
+    def remaining(self) -> float | None:
+        """Seconds still to go at this rate (None when not known)."""
+        if self.total is None or self.rate == 0:
+            return None
+        return max(0, self.total - self.done) / self.rate
+
+
+@dataclass(frozen=True)
+class MigrationFailure:
+    """A chat ``migrate`` could not bring to the current format (left as it was) and why."""
+
+    chat_id: str
+    error: str
+
+
+@dataclass
+class MigrationReport:
+    """What :meth:`~ctxstore.store.Store.migrate` found and did.
+
+    ``format``: the format it brings chats to (this release's); ``previous_format``: the
+    keyspace's marker before the run (``"2"`` for an unmarked keyspace) and ``marked``
+    whether this run set the marker. ``by_format``: the chats seen, by the format they were in
+    (``"none"`` for a chat hash without one). ``upgraded``: chats this run brought to
+    ``format``; ``failed``: chats left as they were, each with its error. ``resumed``: the walk
+    went on from where an interrupted run stopped. ``dry_run``: nothing was written."""
+
+    format: str
+    previous_format: str
+    dry_run: bool = False
+    marked: bool = False
+    resumed: bool = False
+    chats: int = 0
+    upgraded: int = 0
+    by_format: dict[str, int] = field(default_factory=dict)
+    failed: list[MigrationFailure] = field(default_factory=list)
+    elapsed_ms: int = 0
+
+    def as_dict(self) -> dict[str, Any]:
+        """Plain data for JSON output."""
+        data = dict(vars(self))
+        data["failed"] = [dataclasses.asdict(failure) for failure in self.failed]
+        return data
+
+
 @dataclass(frozen=True, slots=True)
 class StreamPiece:
     """A piece of an answer's text as a reader gets it: ``id`` is its Redis Stream entry id

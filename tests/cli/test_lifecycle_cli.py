@@ -145,3 +145,53 @@ def test_sweep_removes_the_entries_of_gone_chats_and_prints_the_counts(
     code, out, _err = run(*store_args(memory_url, namespace), "sweep", "--json")
     assert code == 0
     assert json.loads(out)["index_entries_removed"] == 0
+
+
+def test_migrate_dry_run_counts_then_migrate_marks_and_reports(
+    memory_url: str, namespace: str, run: Run
+) -> None:
+    seed_trip(memory_url, namespace)
+    seed_bob(memory_url, namespace)
+    code, out, err = run(*store_args(memory_url, namespace), "migrate", "--dry-run")
+    assert (code, err) == (0, "")
+    assert out == ("dry run: 2 chats (format 2: 2); the keyspace is format 2; nothing changed\n")
+    code, out, err = run(*store_args(memory_url, namespace), "migrate", "--json")
+    assert (code, err) == (0, "")
+    report = json.loads(out)
+    assert (report["marked"], report["chats"], report["failed"]) == (True, 2, [])
+    code, out, _err = run(*store_args(memory_url, namespace), "migrate")
+    assert code == 0
+    assert out.startswith("migrated to format 2 (already marked): 2 chats (format 2: 2), ")
+
+
+def test_migrate_lists_the_chats_it_could_not_migrate_and_exits_1(
+    memory_url: str, namespace: str, run: Run
+) -> None:
+    seed_bob(memory_url, namespace)
+    with ctxstore.connect(memory_url, namespace=namespace).admin() as store:
+        store.client.hset(store.state.keyspace.chat("bobs").key("chat"), "fmt", "3")
+    code, out, _err = run(*store_args(memory_url, namespace), "migrate")
+    assert code == 1
+    assert "1 failed" in out
+    assert "\n  bobs: chat 'bobs' is stored in format 3, which ctxstore" in out
+
+
+def test_migrate_on_a_terminal_shows_a_progress_bar(
+    memory_url: str, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    seed_trip(memory_url, namespace)
+    monkeypatch.setattr(sys, "stderr", Terminal())
+    assert main([*store_args(memory_url, namespace), "migrate"]) == 0
+    shown = sys.stderr.getvalue()
+    assert "\rmigrating: [########################] 1 of 1 chats, " in shown
+    assert " 0 failed" in shown
+
+
+def test_the_progress_bar_says_done_rate_and_what_remains() -> None:
+    from ctxstore.cli.lifecycle import progress_bar_text
+    from ctxstore.models import MigrationProgress
+
+    shown = progress_bar_text(MigrationProgress(done=250, total=1000, failed=2, elapsed=0.5), 10)
+    assert shown == "migrating: [##........] 250 of 1000 chats, 500/s, 2 s left, 2 failed"
+    unknown = progress_bar_text(MigrationProgress(done=3, total=None, failed=0, elapsed=1.0))
+    assert unknown == "migrating: 3 chats, 3/s, 0 failed"

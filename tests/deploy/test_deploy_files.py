@@ -20,6 +20,7 @@ KNOWN_ENV = {
     command.SUMMARY_MODEL_ENV,
     command.CONCURRENCY_ENV,
     command.NAMESPACES_ENV,
+    command.LIVE_FILE_ENV,
 }
 
 
@@ -60,6 +61,7 @@ def test_the_expected_files_exist() -> None:
         "Dockerfile",
         "k8s/worker-deployment.yaml",
         "k8s/configmap.yaml",
+        "k8s/secret.yaml",
     ):
         assert (DEPLOY / name).is_file(), name
 
@@ -89,16 +91,41 @@ def test_compose_runs_redis_durably_with_a_healthcheck_and_the_worker() -> None:
     assert worker["command"][:2] == ["ctxstore", "worker"]
 
 
-def test_k8s_liveness_checks_the_worker_and_grace_outlasts_a_job() -> None:
+def test_k8s_probes_are_the_pods_own_and_grace_outlasts_a_job() -> None:
     deployment = yaml.safe_load((DEPLOY / "k8s/worker-deployment.yaml").read_text())
     spec = deployment["spec"]["template"]["spec"]
     container = spec["containers"][0]
-    assert container["livenessProbe"]["exec"]["command"] == ["ctxstore", "worker", "--check"]
+    assert container["livenessProbe"]["exec"]["command"] == ["ctxstore", "worker", "--live"]
+    assert container["readinessProbe"]["exec"]["command"] == ["ctxstore", "worker", "--ready"]
     job_timeout_ms = int(container["command"][container["command"].index("--job-timeout-ms") + 1])
     assert spec["terminationGracePeriodSeconds"] * 1000 > job_timeout_ms
     assert container["resources"]["limits"]
     configmap = yaml.safe_load((DEPLOY / "k8s/configmap.yaml").read_text())
     assert set(configmap["data"]) <= KNOWN_ENV
+    assert command.URL_ENV not in configmap["data"]  # it may hold a password: a Secret's
+
+
+def test_k8s_takes_the_url_from_a_secret_pins_the_image_and_runs_unprivileged() -> None:
+    deployment = yaml.safe_load((DEPLOY / "k8s/worker-deployment.yaml").read_text())
+    spec = deployment["spec"]["template"]["spec"]
+    container = spec["containers"][0]
+    env = {item["name"]: item for item in container["env"]}
+    assert env[command.URL_ENV]["valueFrom"]["secretKeyRef"]["name"] == "ctxstore-worker"
+    secret = yaml.safe_load((DEPLOY / "k8s/secret.yaml").read_text())
+    assert secret["kind"] == "Secret"
+    assert command.URL_ENV in secret["stringData"]
+    image = container["image"]
+    assert ":" in image
+    assert not image.endswith(":latest")
+    assert spec["securityContext"]["runAsNonRoot"] is True
+    assert spec["securityContext"]["runAsUser"] != 0
+    assert container["securityContext"]["readOnlyRootFilesystem"] is True
+    assert container["securityContext"]["allowPrivilegeEscalation"] is False
+    live_file = env[command.LIVE_FILE_ENV]["value"]
+    mounts = [mount["mountPath"] for mount in container["volumeMounts"]]
+    assert any(live_file.startswith(mount.rstrip("/") + "/") for mount in mounts)
+    dockerfile = (DEPLOY / "Dockerfile").read_text()
+    assert re.search(r"^USER 10001$", dockerfile, re.MULTILINE)
 
 
 def test_the_dockerfile_command_is_a_cli_command() -> None:

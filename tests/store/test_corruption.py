@@ -325,7 +325,7 @@ CASES = (
         hset("user_id", b"\xff\xfe"),
         (*CHAT_OPS, "delete_chat"),
     ),
-    Case("format of another version", "chat", "fmt", hset("fmt", "1"), CHAT_OPS),
+    Case("format not a format", "chat", "fmt", hset("fmt", "v2"), CHAT_OPS),
     Case("incarnation missing", "chat", "inc", hdel("inc"), CHAT_OPS),
     Case("incarnation not UTF-8", "chat", "inc", hset("inc", b"\xff\xfe"), CHAT_OPS),
     # the chat hash: fields
@@ -690,6 +690,53 @@ def test_corrupt_data_is_a_corruption_error_naming_it_and_nothing_is_written(
     if changed:
         problems.append(f"a read wrote {changed}")
     assert not problems, "\n".join(problems)
+
+
+@pytest.mark.parametrize(("found", "advice"), [("1", "older release"), ("3", "newer release")])
+def test_a_chat_of_another_format_is_a_format_error_naming_both_and_nothing_is_written(
+    store: Any, client: Any, namespace: str, backend: str, found: str, advice: str
+) -> None:
+    """A chat another release wrote is intact, not corrupt: every operation on it says which
+    format it is in, which one this release reads and what to do, and writes nothing; a listing
+    leaves it out and names it, verify reports it and repairs nothing."""
+    chat = build(store)
+    hset("fmt", found)(client, chat)
+    base, cluster = f"ctx:{namespace}", "cluster" in backend
+    before = snapshot_of(client, base)
+    problems = []
+    for name in dict.fromkeys(CHAT_OPS):
+        if name == LISTING:
+            continue
+        store.clear_cache()
+        try:
+            OPS[name].run(store, chat)
+        except ctxstore.errors.FormatError as error:
+            if not (f"format {found}" in str(error) and "reads format 2" in str(error)):
+                problems.append(f"{name}: the error does not name both formats: {error}")
+            if advice not in str(error) or error.details["found"] != found:
+                problems.append(f"{name}: the error does not say what to do: {error}")
+            if isinstance(error, ctxstore.errors.CorruptionError):
+                problems.append(f"{name}: a FormatError must not be a CorruptionError")
+        except Exception as error:
+            problems.append(f"{name}: {type(error).__name__}: {error}")
+        else:
+            problems.append(f"{name}: no error")
+    changed = _changed(before, snapshot_of(client, base), cluster)
+    if changed:
+        problems.append(f"wrote {changed}")
+    assert not problems, "\n".join(problems)
+    assert CHAT in store.list_chats_page(user_id="alice").skipped
+
+
+def test_verify_reports_another_formats_chat_and_repairs_nothing(
+    sync_store: ctxstore.Store, client: Any, namespace: str
+) -> None:
+    chat = build(sync_store)
+    hset("fmt", "3")(client, chat)
+    before = snapshot_of(client, f"ctx:{namespace}")
+    report = sync_store.verify_chat(CHAT, repair=True)
+    assert [p.kind for p in report.problems if p.field == "fmt"] == ["format"]
+    assert snapshot_of(client, f"ctx:{namespace}") == before
 
 
 LISTED = [case for case in CASES if LISTING in case.ops]

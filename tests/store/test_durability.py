@@ -279,6 +279,7 @@ WRITES: dict[str, Action] = {
     "redact_message": lambda s, c: s.redact_message("c1", c.first),
     "erase_user": lambda s, _c: s.erase_user("alice"),
     "sweep": _sweep_a_gone_chat,
+    "migrate": lambda s, _c: s.migrate(),
     "purge_namespace": lambda s, _c: s.purge_namespace(confirm=s.state.keyspace.namespace),
 }
 
@@ -307,6 +308,7 @@ READS: dict[str, Action] = {
     "export_user": lambda s, _c: list(s.export_user("alice")),
     "active_stream": lambda s, _c: s.active_stream("c1"),
     "read_stream": lambda s, _c: _read_a_missing_stream(s),
+    "ping": lambda s, _c: s.ping(),
 }
 
 
@@ -330,7 +332,7 @@ def _waits_follow_writes(commands: list[str]) -> int:
     waits = [index for index, name in enumerate(commands) if name == "WAIT"]
     for index in waits:
         assert commands[index - 1] in (
-            "EVALSHA", "EVAL", "XADD", "HSETNX", "UNLINK", "XDEL", "HDEL", "ZREM"
+            "EVALSHA", "EVAL", "XADD", "HSETNX", "UNLINK", "XDEL", "HDEL", "ZREM", "HSET", "DEL"
         ), commands  # fmt: skip
     return len(waits)
 

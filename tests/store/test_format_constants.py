@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from ctxstore._base import ids
-from ctxstore._core.format import chat, fields, jobs, records, summaries, tokens
+from ctxstore._core.format import chat, fields, jobs, records, summaries, tokens, versions
 from ctxstore._core.scripts import script_dir
 from ctxstore.messages import usage
 
@@ -18,7 +18,7 @@ _CONSTANT = re.compile(r"^local ([A-Z][A-Z0-9_]*) = (-?[0-9]+|'[^']*')", re.MULT
 
 #: Lua constant -> the Python value it must equal.
 SHARED: dict[str, Any] = {
-    "FORMAT": chat.FORMAT,
+    "FORMAT": versions.FORMAT,
     "TAG_LENGTH": records.TAG_LENGTH,
     "MAX_ID_BYTES": ids.MAX_ID_BYTES,
     "MAX_EXACT": fields.MAX_COUNT,

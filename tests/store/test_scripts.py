@@ -246,6 +246,7 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     store.run(jobs.enqueue_job(store.state, "c1", ("chat", "c1", "branch", "main", "job", "j")))
     route = f"{store.state.keyspace.base}:scan:{{n0}}"  # how a Cluster's primary is scanned
     store.run(_one(scanning.scan_call(route, 0, "nothing:*")))
+    store.migrate()
     exported = list(store.export_chat("c1"))
     store.delete_chat("c1")
     store.import_chat(exported)

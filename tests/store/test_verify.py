@@ -397,7 +397,7 @@ UNDERIVABLE = [
     (not_a_branch_record, "branch"),
     (no_such_active_branch, "active_branch"),
     (no_owner, "chat"),
-    (other_format, "chat"),
+    (other_format, "format"),
 ]
 
 

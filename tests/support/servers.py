@@ -116,35 +116,49 @@ class RedisProcess:
 
 def start_redis(directory: Path, *extra: str) -> RedisProcess:
     """A server of the chosen kind (``redis-server`` by default) on a free port."""
-    binary = require_server()
     for _attempt in range(5):
-        port = free_port()
-        directory.mkdir(parents=True, exist_ok=True)
-        process = subprocess.Popen(
-            [
-                binary,
-                "--port",
-                str(port),
-                "--bind",
-                HOST,
-                "--save",
-                "",
-                "--appendonly",
-                "no",
-                "--dir",
-                str(directory),
-                "--logfile",
-                str(directory / f"redis-{port}.log"),
-                *extra,
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
-        server = RedisProcess(port, process, directory, list(extra))
-        if _wait_for_ping(server):
+        server = _launch(directory, free_port(), extra)
+        if server is not None:
             return server
-        server.stop()
-    raise RuntimeError(f"could not start {binary} in {directory}")
+    raise RuntimeError(f"could not start {require_server()} in {directory}")
+
+
+def start_redis_on(directory: Path, port: int, *extra: str) -> RedisProcess:
+    """A server on ``port`` (a stopped one's, to bring it back)."""
+    server = _launch(directory, port, extra)
+    if server is None:
+        raise RuntimeError(f"could not start {require_server()} on port {port}")
+    return server
+
+
+def _launch(directory: Path, port: int, extra: tuple[str, ...]) -> RedisProcess | None:
+    binary = require_server()
+    directory.mkdir(parents=True, exist_ok=True)
+    process = subprocess.Popen(
+        [
+            binary,
+            "--port",
+            str(port),
+            "--bind",
+            HOST,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            str(directory),
+            "--logfile",
+            str(directory / f"redis-{port}.log"),
+            *extra,
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    server = RedisProcess(port, process, directory, list(extra))
+    if _wait_for_ping(server):
+        return server
+    server.stop()
+    return None
 
 
 def _wait_for_ping(server: RedisProcess, timeout: float = 10.0) -> bool:

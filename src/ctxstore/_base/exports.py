@@ -119,6 +119,7 @@ MOVED_MODULES: dict[str, tuple[str, ...]] = {
     "ctxstore.core.protocol": ("ctxstore._core.protocol",),
     "ctxstore.core.records": (
         "ctxstore._core.format.chat",
+        "ctxstore._core.format.versions",
         "ctxstore._core.format.pointers",
         "ctxstore._core.format.fields",
         "ctxstore._core.format.records",
@@ -139,6 +140,7 @@ MOVED_MODULES: dict[str, tuple[str, ...]] = {
         "ctxstore._core.ops.verify.chat",
         "ctxstore.models",
         "ctxstore._core.format.chat",
+        "ctxstore._core.format.versions",
     ),
     "ctxstore.core.verify_tokens": ("ctxstore._core.ops.verify.tokens",),
     "ctxstore.demo": ("ctxstore.cli.demo",),

@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,7 +38,8 @@ _DEFAULT_MODEL = "gpt-4o-mini"
 def warm_litellm(model: str | None = None) -> Any:
     """litellm imported, and the tokenizer it counts ``model``'s tokens with loaded: its first
     completion of a model computes the call's cost, which counts tokens, which reads that
-    tokenizer's tables (a quarter of a second), in the caller's thread. Warmed here, once a
+    tokenizer's tables (a quarter of a second), in the caller's thread; and its first call
+    builds its parameter and reply models (another fifth of a second). Warmed here, once a
     model, so that an async caller can do it in a worker thread."""
     litellm = import_litellm()
     key = model or _DEFAULT_MODEL
@@ -45,8 +47,33 @@ def warm_litellm(model: str | None = None) -> Any:
         # A model litellm cannot count: its first call counts nothing either.
         with contextlib.suppress(Exception):
             litellm.token_counter(model=key, text="warm")
+        _build_deferred_models()
         _WARMED.add(key)
     return litellm
+
+
+def _build_deferred_models() -> None:
+    """Build the pydantic models litellm defers to first use (``DEFER_PYDANTIC_BUILD``): its
+    first call builds the ones it meets (a fifth of a second, in the caller's thread, on the
+    event loop of an async caller). All of litellm's take under half a second, here."""
+    try:
+        from pydantic import BaseModel
+    except ImportError:
+        return
+    pending: list[type[BaseModel]] = [BaseModel]
+    seen: set[type[BaseModel]] = set()
+    while pending:
+        for model in pending.pop().__subclasses__():
+            if model in seen:
+                continue
+            seen.add(model)
+            pending.append(model)
+            if model.__module__.startswith("litellm") and not model.__pydantic_complete__:
+                # pydantic warns about litellm's own typing choices while it builds: not ours
+                # to report, and not the caller's.
+                with contextlib.suppress(Exception), warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    model.model_rebuild()
 
 
 async def aimport_litellm(model: str | None = None) -> Any:

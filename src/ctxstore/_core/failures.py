@@ -16,6 +16,7 @@ from typing import Any
 import redis.exceptions as rexc
 
 from ctxstore import errors
+from ctxstore._core.format.versions import chat_format_error
 
 _SCRIPT_ERROR_PREFIX = "CTX_"
 
@@ -187,6 +188,8 @@ def _domain_error(text: str, ctx: dict[str, Any]) -> errors.CtxStoreError:
             key=key,
             field=field,
         )
+    if code == "FORMAT":
+        return chat_format_error(str(details.get("format")), chat_id=chat)
     if code == "LIMIT":
         return errors.LimitExceededError(
             f"{details.get('what')} is over its limit of {details.get('limit')}{where}",

@@ -202,6 +202,12 @@ class Keyspace:
         return stream.replace(":jobs:{", ":trimmed:{", 1)
 
     @property
+    def format_marker(self) -> str:
+        """The keyspace's storage format: a hash of ``format``, ``release`` (the release that
+        set it) and ``marked_at`` (ms), set by ``migrate`` (docs/compatibility.md)."""
+        return f"{self.base}:format"
+
+    @property
     def dead_letters(self) -> str:
         """Compaction jobs that failed for good, with their errors."""
         return f"{self.base}:jobs:dead"

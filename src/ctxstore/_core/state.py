@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from ctxstore._core.cache import ChainCache
 from ctxstore._core.durability import Durability
+from ctxstore._core.format.versions import MARKER_RECHECK_SECONDS, KeyspaceMarker
 from ctxstore._core.keys import Keyspace
 from ctxstore.messages.tokens import MessageCounting, message_counter
 from ctxstore.settings import DEFAULT_CACHE_BYTES, Limits, Settings
@@ -96,6 +97,20 @@ class ProcessCaches:
 
     owners: OwnerCache = field(default_factory=OwnerCache)
     chains: ChainCache = field(default_factory=ChainCache)
+    #: The keyspace's format marker as last read (None: not read yet, or refused).
+    marker: KeyspaceMarker | None = None
+    #: When the marker was read (monotonic seconds): it is read again after
+    #: ``MARKER_RECHECK_SECONDS``, so a ``migrate`` reaches every process within that long.
+    marker_read_at: float = float("-inf")
+
+    def marker_due(self) -> bool:
+        """Whether the next operation reads the keyspace's marker first."""
+        return time.monotonic() - self.marker_read_at >= MARKER_RECHECK_SECONDS
+
+    def remember_marker(self, marker: KeyspaceMarker | None) -> None:
+        """Keep what was read; None (a marker this release refuses) is read again next time."""
+        self.marker = marker
+        self.marker_read_at = time.monotonic() if marker is not None else float("-inf")
 
 
 class ServerRegistry:
@@ -207,5 +222,6 @@ class StoreState:
 
     @property
     def checks_due(self) -> bool:
-        """Whether the next operation starts with the server checks."""
-        return self.check_server or self.check_durability
+        """Whether the next operation starts with the server checks (the keyspace's format
+        marker is one of them, read again every ``MARKER_RECHECK_SECONDS``)."""
+        return self.check_server or self.check_durability or self.caches.marker_due()

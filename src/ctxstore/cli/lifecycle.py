@@ -14,6 +14,12 @@ after another (each can be imported with ``ctxstore import``).
 ``sweep [--grace-ms MS] [--json]`` runs one pass of the sweep the worker runs in the background
 (:meth:`~ctxstore.store.Store.sweep`): the listing-index and owner-record entries of chats that
 are gone are removed, and the counts printed.
+
+``migrate [--dry-run] [--pause-ms MS] [--json]`` marks the keyspace with this release's storage
+format and brings every chat to it (:meth:`~ctxstore.store.Store.migrate`), with a progress
+bar on stderr when that is a terminal (chats done, rate, what remains); ``--dry-run`` counts
+the chats by format and changes nothing. It exits 1 when a chat could not be migrated (each is
+listed with its error).
 """
 
 from __future__ import annotations
@@ -29,7 +35,7 @@ from ctxstore.cli import views
 from ctxstore.cli.files import write_text
 from ctxstore.cli.terminal import confirm
 from ctxstore.cli.tree import printable
-from ctxstore.models import ErasureProgress, ErasureReceipt
+from ctxstore.models import ErasureProgress, ErasureReceipt, MigrationProgress, MigrationReport
 from ctxstore.store.sync_store import AdminStore
 
 Opener = Callable[[argparse.Namespace], AdminStore]
@@ -72,6 +78,18 @@ def add_lifecycle_commands(
     )
     sweep.add_argument("--json", action="store_true", help="print the counts as JSON")
     sweep.set_defaults(handler=lambda args: _sweep(args, open_store))
+
+    migrate = commands.add_parser(
+        "migrate", help="bring the keyspace and every chat to this release's storage format"
+    )
+    migrate.add_argument(
+        "--dry-run", action="store_true", help="count the chats by format; change nothing"
+    )
+    migrate.add_argument(
+        "--pause-ms", type=int, default=0, help="wait this long between batches (default 0)"
+    )
+    migrate.add_argument("--json", action="store_true", help="print the report as JSON")
+    migrate.set_defaults(handler=lambda args: _migrate(args, open_store))
 
 
 def _erase(args: argparse.Namespace, open_store: Opener, interactive: Callable[[], bool]) -> int:
@@ -119,6 +137,66 @@ def _sweep(args: argparse.Namespace, open_store: Opener) -> int:
     if report.skipped:
         print(printable(f"not swept: {report.skipped}"))
     return 0
+
+
+def _migrate(args: argparse.Namespace, open_store: Opener) -> int:
+    with open_store(args) as store:
+        shown = _progress_bar(sys.stderr) if _is_terminal(sys.stderr) else None
+        report = store.migrate(
+            dry_run=args.dry_run, pause=max(0, args.pause_ms) / 1000, progress=shown
+        )
+        if shown is not None:
+            sys.stderr.write("\n")
+    if args.json:
+        print(views.as_json(report.as_dict()))
+    else:
+        print(migration_text(report))
+    return 1 if report.failed else 0
+
+
+def migration_text(report: MigrationReport) -> str:
+    """The report for a terminal: the chats by format, what was done, what failed and why."""
+    formats = ", ".join(
+        f"format {name}: {count}" for name, count in sorted(report.by_format.items())
+    )
+    if report.dry_run:
+        head = f"dry run: {views.summary_line('chat', report.chats)} ({formats or 'none'})"
+        head += f"; the keyspace is format {report.previous_format}; nothing changed"
+    else:
+        marked = f"marked format {report.format}" if report.marked else "already marked"
+        head = (
+            f"migrated to format {report.format} ({marked}): "
+            f"{views.summary_line('chat', report.chats)} ({formats or 'none'}), "
+            f"{report.upgraded} upgraded, {len(report.failed)} failed "
+            f"(in {report.elapsed_ms} ms{', resumed' if report.resumed else ''})"
+        )
+    lines = [printable(head)]
+    lines += [printable(f"  {failure.chat_id}: {failure.error}") for failure in report.failed]
+    return "\n".join(lines)
+
+
+def _progress_bar(stream: IO[str]) -> Callable[[MigrationProgress], None]:
+    """Overwrites one line of ``stream`` with a bar: chats done, rate and what remains."""
+
+    def show(progress: MigrationProgress) -> None:
+        stream.write(f"\r{progress_bar_text(progress)}\x1b[K")
+        stream.flush()
+
+    return show
+
+
+def progress_bar_text(progress: MigrationProgress, width: int = 24) -> str:
+    """``[#####.....] 1200 of 5000 chats, 840/s, 5 s left, 0 failed``."""
+    total = progress.total
+    if total:
+        filled = min(width, width * progress.done // total)
+        bar = "[" + "#" * filled + "." * (width - filled) + "] "
+        count = f"{progress.done} of {total} chats"
+    else:
+        bar, count = "", f"{progress.done} chats"
+    remaining = progress.remaining
+    left = f", {remaining:.0f} s left" if remaining is not None else ""
+    return f"migrating: {bar}{count}, {progress.rate:.0f}/s{left}, {progress.failed} failed"
 
 
 def _is_terminal(stream: IO[str]) -> bool:

@@ -2,7 +2,8 @@
 
 ``ctxstore [--url URL] [--namespace NS] COMMAND ...`` where COMMAND is ``demo``, ``chats``,
 ``tree``, ``log``, ``branches``, ``checkpoints``, ``export``, ``import``, ``delete``,
-``verify``, ``erase-user``, ``export-user`` and ``sweep`` (:mod:`ctxstore.cli.lifecycle`),
+``verify``, ``erase-user``, ``export-user``, ``sweep`` and ``migrate``
+(:mod:`ctxstore.cli.lifecycle`),
 ``worker`` (:mod:`ctxstore.worker.command`), ``local`` (the server of a ``local://`` store,
 :mod:`ctxstore.cli.local`) or ``web`` (the read-only web console, :mod:`ctxstore.cli.web`);
 ``ctxstore --version`` prints the version, and ``python -m ctxstore`` is the same program.

@@ -24,7 +24,9 @@ from ctxstore._core.ops import (
     checkpoints,
     erasure,
     graph,
+    health,
     listing,
+    migration,
     opening,
     reads,
     redaction,
@@ -52,8 +54,11 @@ from ctxstore.models import (
     ErasureProgress,
     ErasureReceipt,
     ExistingPolicy,
+    Health,
     MessageInput,
     MessageVersion,
+    MigrationProgress,
+    MigrationReport,
     OpenedChat,
     Redaction,
     StoredMessage,
@@ -169,6 +174,10 @@ class AsyncStore(StoreShell):
         for command, options in zip(commands, self._route(commands), strict=True):
             pipe.execute_command(*command, **options)
         return list(await pipe.execute(raise_on_error=False))
+
+    async def ping(self) -> Health:
+        """The async form of :meth:`Store.ping`."""
+        return await self.run(health.ping(self._state))
 
     # --- chats ---------------------------------------------------------------------------------
 
@@ -594,6 +603,21 @@ class AsyncStore(StoreShell):
         check_sweep_options(grace_ms, pause)
         return await arun_plan(
             sweeping.sweep(self._state, grace_ms=grace_ms, pause=pause), self._perform
+        )
+
+    async def migrate(
+        self,
+        *,
+        dry_run: bool = False,
+        pause: float = 0.0,
+        progress: Callable[[MigrationProgress], None] | None = None,
+    ) -> MigrationReport:
+        """The async form of :meth:`Store.migrate`."""
+        self._admin_only("migrate")
+        migration.check_migrate_options(pause)
+        return await arun_plan(
+            migration.migrate(self._state, dry_run=dry_run, pause=pause, progress=progress),
+            self._perform,
         )
 
     async def purge_namespace(self, *, confirm: str) -> int:

@@ -22,7 +22,9 @@ from ctxstore._core.ops import (
     checkpoints,
     erasure,
     graph,
+    health,
     listing,
+    migration,
     opening,
     reads,
     redaction,
@@ -48,8 +50,11 @@ from ctxstore.models import (
     ErasureProgress,
     ErasureReceipt,
     ExistingPolicy,
+    Health,
     MessageInput,
     MessageVersion,
+    MigrationProgress,
+    MigrationReport,
     OpenedChat,
     Redaction,
     StoredMessage,
@@ -142,6 +147,13 @@ class Store(StoreShell):
         for command, options in zip(commands, self._route(commands), strict=True):
             pipe.execute_command(*command, **options)
         return list(pipe.execute(raise_on_error=False))
+
+    def ping(self) -> Health:
+        """Whether the server answers (a readiness probe), its round trip, the keyspace's format
+        marker and the server's eviction policy, in one round trip (two on a Cluster). A
+        keyspace marked with a format this release does not write is a ``FormatError``, as
+        for every operation: a process of an older release is not ready."""
+        return self.run(health.ping(self._state))
 
     # --- chats ---------------------------------------------------------------------------------
 
@@ -618,6 +630,28 @@ class Store(StoreShell):
         self._admin_only("sweep")
         check_sweep_options(grace_ms, pause)
         return run_plan(sweeping.sweep(self._state, grace_ms=grace_ms, pause=pause), self._perform)
+
+    def migrate(
+        self,
+        *,
+        dry_run: bool = False,
+        pause: float = 0.0,
+        progress: Callable[[MigrationProgress], None] | None = None,
+    ) -> MigrationReport:
+        """Mark the keyspace with this release's storage format and bring every chat of the
+        namespace to it, online, while writers run: bounded batches (one scan step's chats a
+        round trip, ``pause`` seconds between them), resumable (a run after an interrupted
+        one goes on from where it stopped) and idempotent. A chat that cannot be migrated is
+        reported in the report's ``failed``, left as it was, and the walk goes on.
+        ``dry_run`` counts the chats by format and changes nothing. ``progress`` is told where
+        the walk stands after each batch. An operator's call: on ``store.admin()`` only (it
+        scans the namespace's keys). See docs/compatibility.md."""
+        self._admin_only("migrate")
+        migration.check_migrate_options(pause)
+        return run_plan(
+            migration.migrate(self._state, dry_run=dry_run, pause=pause, progress=progress),
+            self._perform,
+        )
 
     def purge_namespace(self, *, confirm: str) -> int:
         """Remove every key of the store's namespace (a tenant offboarded), in bounded batches,

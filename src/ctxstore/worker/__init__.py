@@ -9,7 +9,16 @@ from typing import TYPE_CHECKING
 
 from ctxstore._base.exports import lazy_exports
 
-__all__ = ["GROUP", "Job", "Worker", "WorkerStats", "list_dead_letters", "worker_alive"]
+__all__ = [
+    "GROUP",
+    "Job",
+    "Worker",
+    "WorkerStats",
+    "check_live",
+    "list_dead_letters",
+    "worker_alive",
+    "worker_ready",
+]
 
 __getattr__, __dir__ = lazy_exports(
     __name__,
@@ -20,10 +29,13 @@ __getattr__, __dir__ = lazy_exports(
         "WorkerStats": "ctxstore.worker.runner",
         "list_dead_letters": "ctxstore.worker.probes",
         "worker_alive": "ctxstore.worker.probes",
+        "worker_ready": "ctxstore.worker.probes",
+        "check_live": "ctxstore.worker.liveness",
     },
 )
 
 if TYPE_CHECKING:
-    from ctxstore.worker.probes import list_dead_letters, worker_alive
+    from ctxstore.worker.liveness import check_live
+    from ctxstore.worker.probes import list_dead_letters, worker_alive, worker_ready
     from ctxstore.worker.runner import Worker, WorkerStats
     from ctxstore.worker.streams import GROUP, Job

@@ -2,7 +2,10 @@
 
 ``ctxstore worker --url URL [--namespace NS ...] [--concurrency N] [--burst]
 [--summary-model MODEL]`` works until SIGTERM (or, with ``--burst``, until no job is left);
-``--check`` exits 0 when a live worker's heartbeat exists and 1 otherwise (a liveness probe);
+``--live`` exits 0 when the worker process on this machine (the one keeping ``--live-file``)
+turned its loop within 3 times its poll interval, asking no Redis (a pod's liveness probe);
+``--ready`` exits 0 when Redis answers (a pod's readiness probe); ``--check`` exits 0 when any
+worker's heartbeat exists in Redis and 1 otherwise (a fleet-wide check, not a pod's probe);
 ``--dead-letters`` prints the jobs that failed for good, one JSON object a line. The URL and
 namespaces come from the command's own options, else the global ``ctxstore --url`` /
 ``--namespace``, else ``CTXSTORE_URL``; the summary model from ``--summary-model``, else
@@ -27,6 +30,8 @@ URL_ENV = "CTXSTORE_URL"
 SUMMARY_MODEL_ENV = "CTXSTORE_SUMMARY_MODEL"
 CONCURRENCY_ENV = "CTXSTORE_WORKER_CONCURRENCY"
 NAMESPACES_ENV = "CTXSTORE_NAMESPACES"
+#: Where the worker keeps its liveness file (as ``ctxstore.worker.liveness`` reads it).
+LIVE_FILE_ENV = "CTXSTORE_WORKER_LIVE_FILE"
 
 
 def add_worker_command(commands: Any, positive_int: Any) -> None:
@@ -81,9 +86,21 @@ def add_worker_command(commands: Any, positive_int: Any) -> None:
         default=DEFAULT_SWEEP_PAUSE_MS,
         help="the pause between two bounded steps of a sweep (default 10)",
     )
+    worker.add_argument(
+        "--live-file",
+        default=None,
+        help=f"the file the worker keeps for --live (default ${LIVE_FILE_ENV}, else "
+        "ctxstore-worker.live in the temporary folder)",
+    )
     mode = worker.add_mutually_exclusive_group()
     mode.add_argument(
-        "--check", action="store_true", help="exit 0 when a live worker's heartbeat exists"
+        "--live",
+        action="store_true",
+        help="exit 0 when this machine's worker turned its loop lately (no Redis call)",
+    )
+    mode.add_argument("--ready", action="store_true", help="exit 0 when Redis answers")
+    mode.add_argument(
+        "--check", action="store_true", help="exit 0 when any worker's heartbeat exists"
     )
     mode.add_argument(
         "--dead-letters", action="store_true", help="print the jobs that failed for good"
@@ -101,10 +118,23 @@ def _namespaces(args: argparse.Namespace) -> list[str | None]:
 
 
 def run_worker_command(args: argparse.Namespace) -> int:
-    from ctxstore.worker import Worker, list_dead_letters, worker_alive
+    from ctxstore.worker.liveness import check_live, default_live_file
+
+    live_file = args.live_file or default_live_file()
+    if args.live:  # before anything heavy is imported: the probe runs every few seconds
+        found = check_live(live_file)
+        if not found.live:
+            print(f"ctxstore worker: not live: {found.reason}", file=sys.stderr)
+        return 0 if found.live else 1
+    from ctxstore.worker import Worker, list_dead_letters, worker_alive, worker_ready
 
     url = args.worker_url or args.url or os.environ.get(URL_ENV)
     namespaces = _namespaces(args)
+    if args.ready:
+        ready, reason = worker_ready(url, namespaces=namespaces)
+        if not ready:
+            print(f"ctxstore worker: not ready: {reason}", file=sys.stderr)
+        return 0 if ready else 1
     if args.check:
         return 0 if worker_alive(url, namespaces=namespaces) else 1
     if args.dead_letters:
@@ -124,6 +154,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
         job_timeout_ms=args.job_timeout_ms,
         sweep_every_ms=args.sweep_every_ms,
         sweep_pause_ms=args.sweep_pause_ms,
+        live_file=live_file,
     )
     stats = worker.run(burst=args.burst)
     logging.getLogger("ctxstore.worker").info(

@@ -1,4 +1,6 @@
-"""Probes of the workers of a store: is one alive (``--check``), which jobs died."""
+"""Probes of the workers of a store: is one alive (``--check``), does Redis answer this pod
+(``--ready``), which jobs died. A pod's own liveness (``--live``) asks no Redis:
+:mod:`ctxstore.worker.liveness`."""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
+from ctxstore.errors import CtxStoreError
 from ctxstore.store.async_store import connect_async
 from ctxstore.worker.streams import dead_letters, live_workers
 
@@ -32,6 +35,37 @@ def worker_alive(
             finally:
                 await store.close()
         return False
+
+    return asyncio.run(check())
+
+
+#: How long ``--ready`` waits for Redis before it says no (seconds).
+READY_TIMEOUT = 2.0
+
+
+def worker_ready(
+    url: str | None = None,
+    *,
+    namespaces: Sequence[str | None] = (None,),
+    timeout: float = READY_TIMEOUT,
+) -> tuple[bool, str]:
+    """Whether Redis answers a ``ping`` of each of ``namespaces`` within ``timeout`` (and its
+    keyspace is one this release writes), and why not (``--ready``)."""
+
+    async def check() -> tuple[bool, str]:
+        for namespace in namespaces:
+            store = connect_async(
+                url,
+                namespace=namespace,
+                redis_options={"socket_timeout": timeout, "socket_connect_timeout": timeout},
+            )
+            try:
+                health = await asyncio.wait_for(store.ping(), timeout)
+            except (CtxStoreError, asyncio.TimeoutError, OSError) as error:
+                return False, f"namespace {namespace!r}: {error or type(error).__name__}"
+            finally:
+                await store.close()
+        return True, f"Redis answered in {health.round_trip * 1000:.1f} ms"
 
     return asyncio.run(check())
 

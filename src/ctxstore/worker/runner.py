@@ -27,8 +27,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxstore._base.plans import Pause, Step, aperformer, arun_plan
+from ctxstore._core.failures import TRANSPORT_ERRORS
 from ctxstore._core.ops import sweep as sweeping
-from ctxstore.errors import ChatNotFoundError, ConfigurationError
+from ctxstore.errors import (
+    BackendBusyError,
+    BackendUnavailableError,
+    ChatNotFoundError,
+    ConfigurationError,
+)
 from ctxstore.messages.tokens import MessageCounter, TokenCounter, message_counter
 from ctxstore.store.async_store import AsyncStore, connect_async
 from ctxstore.window.compaction import (
@@ -39,9 +45,18 @@ from ctxstore.window.compaction import (
 )
 from ctxstore.window.manager import ContextManager
 from ctxstore.worker.command import DEFAULT_SWEEP_EVERY_MS, DEFAULT_SWEEP_PAUSE_MS
+from ctxstore.worker.liveness import LivenessFile
 from ctxstore.worker.streams import Job, JobStreams, log_line
 
 log = logging.getLogger("ctxstore.worker")
+
+#: What a turn of the loop waits out rather than stopping the worker: Redis away, busy or hung.
+_OUTAGES: tuple[type[BaseException], ...] = (
+    *TRANSPORT_ERRORS,
+    BackendUnavailableError,
+    BackendBusyError,
+    asyncio.TimeoutError,
+)
 
 #: The outcome of a job whose chat is gone (deleted or erased): its record names no chat.
 CHAT_GONE = "chat gone"
@@ -91,6 +106,7 @@ class Worker:
         token_model: str | None = None,
         estimate_tokens: TokenCounter | None = None,
         summarizer_options: dict[str, Any] | None = None,
+        live_file: str | os.PathLike[str] | None = None,
     ) -> None:
         for name, value in (
             ("concurrency", concurrency),
@@ -163,6 +179,12 @@ class Worker:
         self._tasks: set[asyncio.Task[None]] = set()
         self._trimmed_seen: dict[str, int] = {}
         self.stats = WorkerStats()
+        #: The file ``ctxstore worker --live`` reads (None: the worker keeps none).
+        #: The longest a turn of the loop may take (Redis hung past it counts as away): so the
+        #: loop turns at least every two of these, and --live allows three.
+        self.turn_budget_ms = max(poll_ms, 1000)
+        self.live = None if live_file is None else LivenessFile(live_file, self.turn_budget_ms)
+        self._outage_logged = 0.0
 
     # --- entry points ----------------------------------------------------------------------
 
@@ -188,6 +210,8 @@ class Worker:
         ]
         if handle_signals:
             self._install_signal_handlers()
+        if self.live is not None:
+            self.live.start()
         try:
             streams = [
                 JobStreams(store.client, store.state.keyspace, self.consumer) for store in stores
@@ -203,6 +227,8 @@ class Worker:
             for group in streams:
                 await self._leave(group)
         finally:
+            if self.live is not None:
+                self.live.stop()
             for store in stores:
                 await store.close()
         return self.stats
@@ -293,23 +319,25 @@ class Worker:
         last_claim = 0.0
         while not self._stopping:
             now = time.monotonic()
+            if self.live is not None:
+                self.live.turned()
+            try:
+                found = await asyncio.wait_for(
+                    self._turn(sources, slots, now, last_beat, last_claim),
+                    self.turn_budget_ms / 1000,
+                )
+            except _OUTAGES as outage:
+                # Redis is away or hung: the loop waits and goes on turning (the pod stays
+                # live; its readiness probe, which asks Redis, takes it out of service). A job
+                # a cut-short read took is claimed again after claim_idle_ms. A server that
+                # came back without its data has lost the consumer group: it is made again.
+                self._log_outage(outage)
+                await asyncio.sleep(self.poll_ms / 1000)
+                if "NOGROUP" in str(outage):
+                    await self._rejoin(sources)
+                continue
             if (now - last_beat) * 1000 >= self.heartbeat_ms:
-                for _store, streams in sources:
-                    await streams.beat(int(time.time() * 1000))
-                    await self._upkeep(streams, int(time.time() * 1000))
                 last_beat = now
-            free = self.concurrency - len(self._tasks)
-            found = 0
-            for store, streams in sources:
-                if free - found <= 0:
-                    break
-                claim_due = (now - last_claim) * 1000 >= min(self.claim_idle_ms, 5000)
-                jobs = await streams.claim(self.claim_idle_ms, free - found) if claim_due else []
-                jobs += await streams.read(free - found - len(jobs))
-                for job in jobs:
-                    await slots.acquire()
-                    self._start(store, streams, job, slots)
-                found += len(jobs)
             if now - last_claim >= min(self.claim_idle_ms, 5000) / 1000:
                 last_claim = now
             if found == 0:
@@ -318,6 +346,48 @@ class Worker:
                 await asyncio.sleep(self.poll_ms / 1000)
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+
+    async def _turn(
+        self,
+        sources: list[tuple[AsyncStore, JobStreams]],
+        slots: asyncio.Semaphore,
+        now: float,
+        last_beat: float,
+        last_claim: float,
+    ) -> int:
+        """One turn of the loop: beat and upkeep when due, then take what jobs there is room
+        for; returns how many were started."""
+        if (now - last_beat) * 1000 >= self.heartbeat_ms:
+            for _store, streams in sources:
+                await streams.beat(int(time.time() * 1000))
+                await self._upkeep(streams, int(time.time() * 1000))
+        free = self.concurrency - len(self._tasks)
+        found = 0
+        for store, streams in sources:
+            if free - found <= 0:
+                break
+            claim_due = (now - last_claim) * 1000 >= min(self.claim_idle_ms, 5000)
+            jobs = await streams.claim(self.claim_idle_ms, free - found) if claim_due else []
+            jobs += await streams.read(free - found - len(jobs))
+            for job in jobs:
+                await slots.acquire()
+                self._start(store, streams, job, slots)
+            found += len(jobs)
+        return found
+
+    async def _rejoin(self, sources: list[tuple[AsyncStore, JobStreams]]) -> None:
+        try:
+            for _store, streams in sources:
+                await streams.join()
+        except _OUTAGES as outage:
+            self._log_outage(outage)
+
+    def _log_outage(self, outage: BaseException) -> None:
+        """One warning a minute while Redis is away (not one a poll)."""
+        now = time.monotonic()
+        if now - self._outage_logged >= 60:
+            log.warning(log_line(event="redis_unavailable", error=str(outage)))
+            self._outage_logged = now
 
     def _start(
         self, store: AsyncStore, streams: JobStreams, job: Job, slots: asyncio.Semaphore

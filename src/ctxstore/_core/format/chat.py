@@ -1,6 +1,7 @@
 """The chat hash: one per chat, its identity, times, counters, markers, metadata and usage.
 
-Plain fields: ``user_id`` (the owner), ``fmt`` (the layout, :data:`FORMAT`), ``inc`` (the
+Plain fields: ``user_id`` (the owner), ``fmt`` (the layout,
+:data:`~ctxstore._core.format.versions.FORMAT`), ``inc`` (the
 incarnation), ``title``, ``created_at``, ``updated_at``, ``active_branch``, ``message_count``,
 ``branch_count``, sequence counters, ``ttl`` (the retention, ms), the ``cjob`` / ``clease`` /
 ``turn`` markers of compaction jobs and leases; then one ``m:<key>`` field per metadata key
@@ -17,14 +18,13 @@ from typing import Any
 from ctxstore._base.ids import check_key_id
 from ctxstore._core.format.codec import decode
 from ctxstore._core.format.fields import corrupt, field_count, field_text, pairs
+from ctxstore._core.format.versions import FORMATS_READ, chat_format_error, is_format_number
 from ctxstore.errors import InvalidIdError
 from ctxstore.models import ChatInfo, ChatMeta
 
 METADATA_PREFIX = "m:"
 USAGE_PREFIX = "u:"
 USAGE_KEY = "usage"
-#: The layout of the chats this version reads (the ``fmt`` field of the chat hash).
-FORMAT = "2"
 
 _INCARNATION = re.compile(r"[a-z2-7]+")
 
@@ -85,9 +85,20 @@ def check_owner(raw: object, key: str) -> str:
 
 
 def check_format(raw: object, key: str) -> None:
-    """A chat's ``fmt``: the layout this version reads."""
-    if raw is None or field_text(raw, key, "fmt") != FORMAT:
-        raise corrupt(key, "fmt", f"not written by this version of ctxstore (format {FORMAT})")
+    """A chat's ``fmt``: a format this release reads. Another release's format is a
+    :class:`FormatError` (the data is intact); anything else is corruption."""
+    found = None if raw is None else field_text(raw, key, "fmt")
+    if found in FORMATS_READ:
+        return
+    if found is not None and is_format_number(found):
+        raise chat_format_error(found, chat_id=_chat_id_of(key))
+    raise corrupt(key, "fmt", "not a storage format of ctxstore")
+
+
+def _chat_id_of(key: str) -> str | None:
+    """The chat id in a chat key's hash tag (``<base>:{<chat>}:chat``), for a message."""
+    start, end = key.find("{"), key.find("}")
+    return key[start + 1 : end] if 0 <= start < end else None
 
 
 def check_incarnation(raw: object, key: str) -> str:

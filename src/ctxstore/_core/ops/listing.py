@@ -43,7 +43,13 @@ from ctxstore._core.ops import indexes
 from ctxstore._core.protocol import Call, Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
-from ctxstore.errors import CorruptionError, CtxStoreError, InvalidIdError, ValidationError
+from ctxstore.errors import (
+    CorruptionError,
+    CtxStoreError,
+    FormatError,
+    InvalidIdError,
+    ValidationError,
+)
 from ctxstore.models import ChatPage
 
 if TYPE_CHECKING:
@@ -160,7 +166,7 @@ def _read_call(state: StoreState, chat_id: str) -> Call[Any]:
             return None
         try:
             return chat_info(chat_id, key, flat)
-        except (CorruptionError, ValueError, TypeError) as error:  # a field ctxstore never wrote
+        except (CorruptionError, FormatError, ValueError, TypeError) as error:  # not readable here
             return _Corrupt(str(error))
 
     return command_call(("HGETALL", key), keys=(key,), parse=parse)

@@ -60,6 +60,7 @@ from ctxstore.errors import (
     ChatNotFoundError,
     ConflictError,
     CorruptionError,
+    FormatError,
     InvalidIdError,
 )
 from ctxstore.models import Problem, VerifyReport
@@ -527,6 +528,9 @@ def _check_chat(found: _Findings, snapshot: _Snapshot) -> bool:
             check(snapshot.chat.get(name), key)
         except CorruptionError as error:
             found.add("chat", key, name, f"is {snapshot.field(name)!r}: {_reason(error)}")
+            sound = False
+        except FormatError as error:  # another release's chat: reported, never repaired
+            found.add("format", key, name, error.message)
             sound = False
     _check_chat_fields(found, snapshot)
     return sound

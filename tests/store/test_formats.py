@@ -1,0 +1,153 @@
+"""Every storage format this release reads keeps a fixture (tests/fixtures/formats/): a
+keyspace an earlier release wrote, loaded into the embedded store, a redis-server and a
+Cluster, read through every read operation (what each returns must be what it returned when
+the fixture was made) and written to (every chat still verifies clean after). A format
+constant that changes without a new fixture fails here (docs/compatibility.md)."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+import ctxstore
+from ctxstore._core.format import portable, versions
+from ctxstore.worker import Worker
+from tests.support.formats import (
+    FIXTURE_TIME,
+    build,
+    clock_from,
+    fixture_path,
+    iter_formats,
+    load_keys,
+    read_lines,
+    reads,
+    reads_path,
+)
+from tests.support.keyspace import raw_client
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE_LUA = ROOT / "lua" / "lib" / "base.lua"
+
+
+def lua_formats() -> tuple[str, set[str]]:
+    text = BASE_LUA.read_text()
+    written = re.search(r"^local FORMAT = '(\d+)'$", text, re.M)
+    read = re.search(r"^local FORMATS_READ = \{(.*)\}$", text, re.M)
+    assert written is not None, "base.lua must define FORMAT"
+    assert read is not None, "base.lua must define FORMATS_READ"
+    return written.group(1), set(re.findall(r"\['(\d+)'\] = true", read.group(1)))
+
+
+def test_the_scripts_and_the_client_agree_on_the_formats() -> None:
+    written, read = lua_formats()
+    assert written == versions.FORMAT
+    assert read == set(versions.FORMATS_READ)
+    assert versions.FORMAT in versions.FORMATS_READ
+
+
+def test_every_format_this_release_reads_has_a_fixture() -> None:
+    """A new format comes with its fixture (``python -m tests.support.formats URL``), and
+    the fixture of every format still read stays."""
+    for format_ in versions.FORMATS_READ:
+        assert fixture_path(format_).is_file(), f"format {format_} has no fixture"
+        assert reads_path(format_).is_file(), f"format {format_} has no recorded reads"
+    assert set(versions.FORMATS_READ) <= set(iter_formats())
+
+
+def test_the_export_format_this_release_reads_has_a_fixture() -> None:
+    """The fixture's recorded exports are of the export format this release writes and reads
+    (``portable.FORMAT_VERSION``): changing it needs a new fixture too."""
+    for format_ in versions.FORMATS_READ:
+        exported = json.loads(reads_path(format_).read_text())["reads"]["export_chat trip"]
+        assert exported[0]["version"] == portable.FORMAT_VERSION
+
+
+def loaded(backend: str, namespace: str, format_: str) -> tuple[Any, dict[str, Any]]:
+    """The fixture of ``format_`` loaded into ``namespace``, an admin store on it whose clock
+    goes on after the fixture's, and the recorded ids and reads."""
+    client = raw_client(backend)
+    load_keys(client, f"ctx:{namespace}", read_lines(format_))
+    client.close()
+    store = ctxstore.connect(
+        backend, namespace=namespace, clock=clock_from(FIXTURE_TIME + 10**6), estimate_tokens=len
+    )
+    return store, json.loads(reads_path(format_).read_text())
+
+
+FORMATS = sorted(iter_formats())
+
+
+@pytest.mark.parametrize("format_", FORMATS)
+def test_a_fixture_reads_as_it_did(backend: str, namespace: str, format_: str) -> None:
+    store, recorded = loaded(backend, namespace, format_)
+    with store:
+        found = reads(store.admin(), recorded["ids"])
+    differ = [name for name in recorded["reads"] if found.get(name) != recorded["reads"][name]]
+    assert not differ, f"{len(differ)} reads differ, the first: {differ[0]}"
+    assert found.keys() == recorded["reads"].keys()
+
+
+@pytest.mark.parametrize("format_", FORMATS)
+def test_a_fixture_takes_writes_and_verifies_clean(
+    backend: str, namespace: str, format_: str
+) -> None:
+    store, recorded = loaded(backend, namespace, format_)
+    ids = recorded["ids"]
+    with store:
+        admin = store.admin()
+        ada = store.for_user("ada")
+        for branch in admin.list_branches("trip"):
+            head = branch.head_message_id
+            ada.append(
+                "trip", branch.name, [{"role": "user", "content": "more"}], expected_head=head
+            )
+        ada.create_branch("trip", ids["trip_user"], name="again", activate=False)
+        ada.upsert_checkpoint("trip", "later", ids["trip_head"])
+        ada.write_summary("trip", ids["trip_head"], "A Lisbon week, planned.")
+        ada.redact_message("trip", ids["trip_user"])
+        ada.update_chat("mixed", title="renamed")
+        ada.add_usage("mixed", {"prompt_tokens": 1})
+        # The pending compaction job of the fixture is taken and done by a worker of this one.
+        stats = Worker(
+            backend,
+            namespaces=[namespace],
+            compactify=lambda messages: f"{len(messages)} messages",
+            estimate_tokens=len,
+            poll_ms=20,
+        ).run(burst=True)
+        assert stats.summarized >= 1
+        assert admin.load_branch("long", after_summary=True).summary is not None
+        records = list(admin.export_chat("trip"))
+        admin.import_chat(records, chat_id="trip-copy")
+        for chat_id in ("trip", "mixed", "long", "trip-copy"):
+            assert admin.verify_chat(chat_id).problems == (), chat_id
+        assert admin.delete_chat("mixed")
+        assert [info.id for info in admin.list_chats(user_id="ada")] == ["trip-copy", "trip"]
+        report = admin.migrate()
+        assert (report.chats, report.failed) == (3, [])
+
+
+def test_a_new_fixture_is_built_as_the_recorded_one_was(namespace: str) -> None:
+    """The builder still runs on this release (a new format's fixture is made with it), and
+    what it writes reads the same way as the recorded fixture does, up to generated ids."""
+    url = f"memory://{namespace}"
+    with ctxstore.connect(
+        url, namespace=namespace, clock=clock_from(FIXTURE_TIME), estimate_tokens=len
+    ) as opened:
+        ids = build(opened.admin())
+        found = reads(opened.admin(), ids)
+    recorded = json.loads(reads_path(versions.FORMAT).read_text())["reads"]
+
+    def named(reads_: dict[str, Any]) -> set[str]:  # the reads named without a message id
+        return {name for name in reads_ if name.split()[0] not in BY_MESSAGE_ID}
+
+    assert len(found) == len(recorded)
+    assert named(found) == named(recorded)
+    assert found["get_chat trip"]["title"] == recorded["get_chat trip"]["title"]
+
+
+BY_MESSAGE_ID = {"get_message", "message_versions", "get_chain"}
