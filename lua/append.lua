@@ -35,6 +35,8 @@
 --   call.recall        "1": look the request id up whatever the head (a caller's own request
 --                      id, which a retry may send after anything); "": only when the call
 --                      could be a resend (the head moved on, or chosen ids)
+--   call.trace         the caller's W3C traceparent ("" for none): carried by the compaction
+--                      job this append enqueues, so the worker's span joins the save's trace
 -- ARGV[2] chosen     the messages' chosen ids, tab-separated ("" in a slot: generate one)
 -- ARGV[3] tokens     TOK_WIDTH bytes per message: its flags and the chain's tokens through it,
 --                    computed by the client as if the chain before the first message held
@@ -154,9 +156,10 @@ return run(function()
   local chat, log, alias, runs, branch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
   local reqs, tok, summary_key = KEYS[6], KEYS[7], KEYS[8]
   local user, known_inc, target, expected, on_conflict, on_existing, now, request, chat_id,
-        index_owner, soft_tokens, job_ttl, keep, token_base, digest, recall = string.match(ARGV[1],
-          '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(%d+)\t([^\t]*)\t' ..
-          '([^\t]*)\t([^\t]*)\t(%d*)\t(%d*)\t(%d*)\t(%d+)\t([%w_%-]*)\t(1?)$')
+        index_owner, soft_tokens, job_ttl, keep, token_base, digest, recall, trace =
+    string.match(ARGV[1],
+      '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(%d+)\t([^\t]*)\t' ..
+      '([^\t]*)\t([^\t]*)\t(%d*)\t(%d*)\t(%d*)\t(%d+)\t([%w_%-]*)\t(1?)\t([%x%-]*)$')
   if not user then
     fail('INVALID', {reason = 'malformed call fields'})
   end
@@ -452,8 +455,13 @@ return run(function()
   if job ~= '' then
     redis.call('HSET', chat, 'cjob', job)
     if enqueued == 1 then
-      enqueue_job(KEYS[12], KEYS[13], {'chat', chat_id, 'branch', target, 'job', job,
-                                       'soft', soft_tokens, 'keep', keep})
+      local job_fields = {'chat', chat_id, 'branch', target, 'job', job,
+                          'soft', soft_tokens, 'keep', keep}
+      if trace ~= '' then
+        job_fields[#job_fields + 1] = 'trace'
+        job_fields[#job_fields + 1] = trace
+      end
+      enqueue_job(KEYS[12], KEYS[13], job_fields)
     end
   end
   slide_expiry(ttl, {chat, log, alias, runs, branch, KEYS[9], tok, summary_key, reqs})

@@ -151,7 +151,10 @@ class Settings:
     collector alone). ``redaction_marker`` is the text a redacted message (and a title made
     from it) shows instead (:meth:`~ctxstore.store.Store.redact_message`). ``redis_options`` go
     to the redis-py client a store makes from its URL (``socket_timeout``, ``password``...),
-    checked against that client's signature by ``connect()``.
+    checked against that client's signature by ``connect()``. ``trace_chat_ids`` puts chat ids
+    on the OpenTelemetry spans (``ctxstore.chat``, ``gen_ai.conversation.id``); without it a
+    span carries an HMAC-SHA256 of the id under ``trace_key`` (bytes or text), or no chat at
+    all when no key is set (docs/observability.md).
     """
 
     namespace: str | None = None
@@ -167,6 +170,8 @@ class Settings:
     pause_gc: bool = True
     redaction_marker: str = DEFAULT_REDACTION_MARKER
     redis_options: Mapping[str, Any] = field(default_factory=dict)
+    trace_chat_ids: bool = False
+    trace_key: str | bytes | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         check_key_prefix(self.prefix, "prefix", allow_colon=True)
@@ -209,6 +214,7 @@ class Settings:
         check_marker(self.redaction_marker)
         if not isinstance(self.redis_options, Mapping):
             raise ConfigurationError(f"redis_options must be a mapping, got {self.redis_options!r}")
+        check_trace_options(self.trace_chat_ids, self.trace_key)
 
     @property
     def ttl_ms(self) -> int | None:
@@ -222,6 +228,15 @@ class Settings:
         if unknown:
             raise TypeError(f"Settings has no field {unknown[0]!r}")
         return dataclasses.replace(self, **overrides) if overrides else self
+
+
+def check_trace_options(trace_chat_ids: object, trace_key: object) -> None:
+    """``trace_chat_ids`` a bool; ``trace_key`` None or a non-empty string or bytes (it is
+    never shown: a repr of the settings leaves it out)."""
+    if not isinstance(trace_chat_ids, bool):
+        raise ConfigurationError(f"trace_chat_ids must be True or False, got {trace_chat_ids!r}")
+    if trace_key is not None and (not isinstance(trace_key, (str, bytes)) or not trace_key):
+        raise ConfigurationError("trace_key must be a non-empty string or bytes, or None")
 
 
 def check_marker(marker: object) -> str:

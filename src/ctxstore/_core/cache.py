@@ -100,6 +100,9 @@ class ChainCache:
         self._latest: dict[str, tuple[str, str]] = {}
         self._bytes = 0
         self._lock = threading.Lock()
+        #: Lookups that found a chain, and that found none (the ``ctxstore.cache.*`` metrics).
+        self.hits = 0
+        self.misses = 0
 
     @property
     def size(self) -> int:
@@ -119,8 +122,10 @@ class ChainCache:
             if slot not in self._entries:
                 latest = self._latest.get(chat_id)
                 if latest is None or latest not in self._entries:
+                    self.misses += 1
                     return None
                 slot = latest
+            self.hits += 1
             self._entries.move_to_end(slot)
             return self._entries[slot]
 

@@ -161,6 +161,11 @@ class Exchange(Generic[T]):
             raise self._shortfall
         return self._result  # type: ignore[return-value]
 
+    @property
+    def scripts(self) -> tuple[str, ...]:
+        """The Lua scripts the current step runs (what a trace names)."""
+        return tuple(call.script.name for call in self._calls if call.script is not None)
+
     def request(self) -> list[WireCommand]:
         """The commands to send now, in order, as one round trip."""
         if self._probed:

@@ -151,6 +151,11 @@ class ServerRegistry:
                 return ProcessCaches(owners=caches.owners, chains=ChainCache(0))
             return caches
 
+    def all_caches(self) -> list[ProcessCaches]:
+        """The caches of every server and keyspace this process knows now."""
+        with self._lock:
+            return list(self._caches.values())
+
     def checked(self, what: str | None) -> bool:
         """Whether a check named ``what`` (a server and the check) passed in this process."""
         with self._lock:

@@ -16,6 +16,7 @@ from redis.exceptions import ResponseError
 
 from ctxstore._base.plans import adrive, aperformer, arun_plan
 from ctxstore._base.twins import documented_by
+from ctxstore._core import telemetry
 from ctxstore._core.failures import TRANSPORT_ERRORS
 from ctxstore._core.ops import append as append_ops
 from ctxstore._core.ops import (
@@ -151,16 +152,27 @@ class AsyncStore(StoreShell):
             self._serve(loop)
         if not self._state.message_tokens.loaded:  # an append counts before it sends
             await loaded(self._state.message_tokens)
+        watch = telemetry.watch(self._state, operation)
         if self._state.checks_due:
             operation = with_startup_checks(self._state, operation)
         exchange = Exchange(operation, self._state.durability)
-        while not exchange.done:
-            try:
-                replies = await self._send(exchange.request())
-            except TRANSPORT_ERRORS as error:
-                raise exchange.fail(error) from error
-            exchange.respond(replies)
-        return exchange.result
+        try:
+            while not exchange.done:
+                if watch is not None:
+                    watch.step(exchange.scripts)
+                try:
+                    replies = await self._send(exchange.request())
+                except TRANSPORT_ERRORS as error:
+                    raise exchange.fail(error) from error
+                exchange.respond(replies)
+            result = exchange.result
+        except BaseException as error:
+            if watch is not None:
+                watch.fail(error)
+            raise
+        if watch is not None:
+            watch.finish(result)
+        return result
 
     async def _send(self, commands: list[WireCommand]) -> list[Outcome]:
         if len(commands) == 1:
@@ -595,14 +607,17 @@ class AsyncStore(StoreShell):
         steps = exports.export_chat(
             self._state, chat_id, user_id=self._owner(user_id, "export_chat")
         )
-        return adrive(steps, self._perform)
+        return adrive(telemetry.watched_plan(self._state, steps), self._perform)
 
     async def sweep(self, *, grace_ms: int = DEFAULT_GRACE_MS, pause: float = 0.0) -> SweepReport:
         """The async form of :meth:`Store.sweep`."""
         self._admin_only("sweep")
         check_sweep_options(grace_ms, pause)
         return await arun_plan(
-            sweeping.sweep(self._state, grace_ms=grace_ms, pause=pause), self._perform
+            telemetry.watched_plan(
+                self._state, sweeping.sweep(self._state, grace_ms=grace_ms, pause=pause)
+            ),
+            self._perform,
         )
 
     async def migrate(
@@ -616,7 +631,10 @@ class AsyncStore(StoreShell):
         self._admin_only("migrate")
         migration.check_migrate_options(pause)
         return await arun_plan(
-            migration.migrate(self._state, dry_run=dry_run, pause=pause, progress=progress),
+            telemetry.watched_plan(
+                self._state,
+                migration.migrate(self._state, dry_run=dry_run, pause=pause, progress=progress),
+            ),
             self._perform,
         )
 
@@ -628,7 +646,10 @@ class AsyncStore(StoreShell):
     def export_user(self, user_id: str) -> AsyncIterator[dict[str, Any]]:
         """The async form of :meth:`Store.export_user`."""
         self._admin_only("export_user")
-        return adrive(exports.export_user(self._state, user_id), self._perform)
+        return adrive(
+            telemetry.watched_plan(self._state, exports.export_user(self._state, user_id)),
+            self._perform,
+        )
 
     async def import_chat(
         self,
@@ -639,8 +660,11 @@ class AsyncStore(StoreShell):
     ) -> ChatMeta:
         """The async form of :meth:`Store.import_chat`."""
         return await arun_plan(
-            imports.import_chat(
-                self._state, chat_id=chat_id, user_id=self._owner(user_id, "import_chat")
+            telemetry.watched_plan(
+                self._state,
+                imports.import_chat(
+                    self._state, chat_id=chat_id, user_id=self._owner(user_id, "import_chat")
+                ),
             ),
             aperformer(self.run, imports.arecords_from(records)),
         )
@@ -657,13 +681,16 @@ class AsyncStore(StoreShell):
     ) -> AsyncIterator[StreamPiece]:
         """The async form of :meth:`Store.read_stream`."""
         return adrive(
-            answer_stream.read_stream(
+            telemetry.watched_plan(
                 self._state,
-                chat_id,
-                stream_id,
-                after=after,
-                user_id=self._owner(user_id, "read_stream"),
-                wait_ms=answer_stream.wait_ms_for(socket_timeout_of(self._client)),
+                answer_stream.read_stream(
+                    self._state,
+                    chat_id,
+                    stream_id,
+                    after=after,
+                    user_id=self._owner(user_id, "read_stream"),
+                    wait_ms=answer_stream.wait_ms_for(socket_timeout_of(self._client)),
+                ),
             ),
             self._perform,
         )

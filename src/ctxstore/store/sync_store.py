@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from redis.exceptions import ResponseError
 
 from ctxstore._base.plans import drive, performer, run_plan
+from ctxstore._core import telemetry
 from ctxstore._core.failures import TRANSPORT_ERRORS
 from ctxstore._core.ops import append as append_ops
 from ctxstore._core.ops import (
@@ -124,16 +125,27 @@ class Store(StoreShell):
 
     def run(self, operation: Operation[T]) -> T:
         """Drive a core operation to its result, one round trip per step."""
+        watch = telemetry.watch(self._state, operation)
         if self._state.checks_due:
             operation = with_startup_checks(self._state, operation)
         exchange = Exchange(operation, self._state.durability)
-        while not exchange.done:
-            try:
-                replies = self._send(exchange.request())
-            except TRANSPORT_ERRORS as error:
-                raise exchange.fail(error) from error
-            exchange.respond(replies)
-        return exchange.result
+        try:
+            while not exchange.done:
+                if watch is not None:
+                    watch.step(exchange.scripts)
+                try:
+                    replies = self._send(exchange.request())
+                except TRANSPORT_ERRORS as error:
+                    raise exchange.fail(error) from error
+                exchange.respond(replies)
+            result = exchange.result
+        except BaseException as error:
+            if watch is not None:
+                watch.fail(error)
+            raise
+        if watch is not None:
+            watch.finish(result)
+        return result
 
     def _send(self, commands: list[WireCommand]) -> list[Outcome]:
         if len(commands) == 1 and self._line is not None:
@@ -617,7 +629,12 @@ class Store(StoreShell):
         in bounded chunks: the chat, its messages in write order, branches, checkpoints,
         summaries."""
         return drive(
-            exports.export_chat(self._state, chat_id, user_id=self._owner(user_id, "export_chat")),
+            telemetry.watched_plan(
+                self._state,
+                exports.export_chat(
+                    self._state, chat_id, user_id=self._owner(user_id, "export_chat")
+                ),
+            ),
             self._perform,
         )
 
@@ -629,7 +646,12 @@ class Store(StoreShell):
         ``store.admin()`` only; the worker runs it in the background."""
         self._admin_only("sweep")
         check_sweep_options(grace_ms, pause)
-        return run_plan(sweeping.sweep(self._state, grace_ms=grace_ms, pause=pause), self._perform)
+        return run_plan(
+            telemetry.watched_plan(
+                self._state, sweeping.sweep(self._state, grace_ms=grace_ms, pause=pause)
+            ),
+            self._perform,
+        )
 
     def migrate(
         self,
@@ -649,7 +671,10 @@ class Store(StoreShell):
         self._admin_only("migrate")
         migration.check_migrate_options(pause)
         return run_plan(
-            migration.migrate(self._state, dry_run=dry_run, pause=pause, progress=progress),
+            telemetry.watched_plan(
+                self._state,
+                migration.migrate(self._state, dry_run=dry_run, pause=pause, progress=progress),
+            ),
             self._perform,
         )
 
@@ -665,7 +690,10 @@ class Store(StoreShell):
         """Every chat ``user_id`` owns, as :meth:`export_chat` records, one chat after another
         (data portability), read lazily. An operator's call: on ``store.admin()`` only."""
         self._admin_only("export_user")
-        return drive(exports.export_user(self._state, user_id), self._perform)
+        return drive(
+            telemetry.watched_plan(self._state, exports.export_user(self._state, user_id)),
+            self._perform,
+        )
 
     def import_chat(
         self,
@@ -679,8 +707,11 @@ class Store(StoreShell):
         all; an existing chat id is a ConflictError (see
         :mod:`ctxstore._core.ops.transfer.imports`)."""
         return run_plan(
-            imports.import_chat(
-                self._state, chat_id=chat_id, user_id=self._owner(user_id, "import_chat")
+            telemetry.watched_plan(
+                self._state,
+                imports.import_chat(
+                    self._state, chat_id=chat_id, user_id=self._owner(user_id, "import_chat")
+                ),
             ),
             performer(self.run, imports.records_from(records)),
         )
@@ -699,13 +730,16 @@ class Store(StoreShell):
         in order, blocking while its writer is still producing, until the answer ends; a
         failed one raises StreamFailedError after the pieces written before it."""
         return drive(
-            answer_stream.read_stream(
+            telemetry.watched_plan(
                 self._state,
-                chat_id,
-                stream_id,
-                after=after,
-                user_id=self._owner(user_id, "read_stream"),
-                wait_ms=answer_stream.wait_ms_for(socket_timeout_of(self._client)),
+                answer_stream.read_stream(
+                    self._state,
+                    chat_id,
+                    stream_id,
+                    after=after,
+                    user_id=self._owner(user_id, "read_stream"),
+                    wait_ms=answer_stream.wait_ms_for(socket_timeout_of(self._client)),
+                ),
             ),
             self._perform,
         )

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ctxstore._base.plans import Pause, Step, aperformer, arun_plan
+from ctxstore._core import telemetry
 from ctxstore._core.failures import TRANSPORT_ERRORS
 from ctxstore._core.ops import sweep as sweeping
 from ctxstore.errors import (
@@ -185,6 +186,8 @@ class Worker:
         self.turn_budget_ms = max(poll_ms, 1000)
         self.live = None if live_file is None else LivenessFile(live_file, self.turn_budget_ms)
         self._outage_logged = 0.0
+        #: Each namespace's backlog as the upkeep last read it (jobs pending, the oldest's age).
+        self._backlog: dict[str, dict[str, float]] = {}
 
     # --- entry points ----------------------------------------------------------------------
 
@@ -218,6 +221,7 @@ class Worker:
             ]
             for group in streams:
                 await group.join()
+                self._observe(group)
             sweeps = [] if burst else self._start_sweeps(stores)
             try:
                 await self._loop(list(zip(stores, streams, strict=True)), burst)
@@ -245,9 +249,29 @@ class Worker:
         if not left:
             log.info(log_line(event="left_with_pending_jobs", worker=self.consumer))
 
+    def _observe(self, streams: JobStreams) -> None:
+        """Report the namespace's backlog as OpenTelemetry gauges (when the API is there),
+        from what the upkeep last read."""
+        if telemetry.otel() is None:
+            return
+        namespace = streams.keyspace.namespace or ""
+        self._backlog[namespace] = {}
+        telemetry.observe_jobs(namespace, lambda: self._backlog.get(namespace, {}))
+
     async def _upkeep(self, streams: JobStreams, now_ms: int) -> None:
         """Forget the workers silent past ``forget_after_ms`` (their jobs claimed first), and
         warn when the streams' bound trimmed jobs no worker took."""
+        namespace = streams.keyspace.namespace or ""
+        if namespace in self._backlog:
+            try:
+                pending, oldest_ms = await streams.backlog()
+            except _OUTAGES as caught:
+                log.warning(log_line(event="upkeep_failed", error=str(caught)))
+            else:
+                self._backlog[namespace] = {
+                    "pending": pending,
+                    "oldest_age": max(0, now_ms - oldest_ms) / 1000 if oldest_ms else 0.0,
+                }
         try:
             removed = await streams.reap(now_ms, self.forget_after_ms)
             trimmed = await streams.trimmed()
@@ -402,6 +426,20 @@ class Worker:
         task.add_done_callback(done)
 
     async def _handle(self, store: AsyncStore, streams: JobStreams, job: Job) -> None:
+        """One job, in a span of its own: a child of the save that enqueued it when the job's
+        entry carried that trace."""
+        attributes: dict[str, Any] = {
+            "ctxstore.namespace": streams.keyspace.namespace or "",
+            "ctxstore.job": job.entry_id,
+            "ctxstore.deliveries": job.deliveries,
+        }
+        chat = telemetry.chat_attribute(store.state.settings, job.chat_id)
+        if chat is not None:
+            attributes["ctxstore.chat"] = chat
+        with telemetry.job_span(job.trace, attributes):
+            await self._work(store, streams, job)
+
+    async def _work(self, store: AsyncStore, streams: JobStreams, job: Job) -> None:
         started = time.monotonic()
         if job.deliveries > self.max_attempts:
             await self._dead(streams, job, "delivered too many times (its workers died)", started)
@@ -426,6 +464,7 @@ class Worker:
             except Exception as caught:  # a summarizer or server failure: retried
                 error = f"{type(caught).__name__}: {caught}"
                 self.stats.failed += 1
+                telemetry.count_job("failed")
                 log.warning(
                     log_line(
                         event="job_retry",
@@ -443,6 +482,7 @@ class Worker:
                 await self._finish(streams, job, "leased", started)
                 return
             await streams.ack(job.stream, job.entry_id)
+            telemetry.count_job("done")
             self.stats.results.append(result)
             if result.skipped is None:
                 self.stats.summarized += 1
@@ -453,6 +493,7 @@ class Worker:
         await self._dead(streams, job, error, started)
 
     async def _dead(self, streams: JobStreams, job: Job, error: str, started: float) -> None:
+        telemetry.count_job("dead")
         await streams.dead_letter(job, error, max(job.deliveries, self.max_attempts))
         self.stats.dead_lettered += 1
         await self._finish(streams, job, "dead letter", started, error=error)

@@ -39,6 +39,8 @@ class Job:
     soft_tokens: int | None
     keep: int
     deliveries: int = 1
+    #: The W3C traceparent of the save that enqueued it (None: none carried).
+    trace: str | None = None
 
     @classmethod
     def parse(cls, stream: str, entry_id: Any, fields: Mapping[Any, Any]) -> Job | None:
@@ -54,6 +56,7 @@ class Job:
             marker=found.marker,
             soft_tokens=found.soft_tokens,
             keep=found.keep,
+            trace=found.trace,
         )
 
 
@@ -78,6 +81,18 @@ class JobStreams:
             except ResponseError as error:
                 if "BUSYGROUP" not in str(error):
                     raise
+
+    async def backlog(self) -> tuple[int, int]:
+        """The jobs not yet done (acknowledged entries are deleted, so the streams' length) and
+        the epoch ms of the oldest (0 for none), in one pipeline."""
+        pipe = self.client.pipeline(transaction=False)
+        for stream in self.streams:
+            pipe.xlen(stream)
+            pipe.xrange(stream, count=1)
+        replies = await pipe.execute()
+        pending = sum(int(length) for length in replies[0::2])
+        oldest = [int(_text(entries[0][0]).split("-")[0]) for entries in replies[1::2] if entries]
+        return pending, min(oldest, default=0)
 
     async def read(self, count: int) -> list[Job]:
         """Up to ``count`` new jobs, taken round the shards; nothing blocks."""

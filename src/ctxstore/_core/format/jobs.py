@@ -24,9 +24,10 @@ JOB_STREAM_MAXLEN = 100_000
 
 
 def job_fields(
-    chat_id: str, branch: str, job: str, trigger: CompactionTrigger
+    chat_id: str, branch: str, job: str, trigger: CompactionTrigger, trace: str = ""
 ) -> tuple[str | int, ...]:
-    """The fields of a job entry (the append script writes the same ones)."""
+    """The fields of a job entry (the append script writes the same ones); ``trace``: the
+    saving caller's W3C traceparent, carried to the worker's span ("" for none)."""
     return (
         "chat",
         chat_id,
@@ -38,7 +39,7 @@ def job_fields(
         trigger.soft_tokens,
         "keep",
         trigger.min_recent_messages,
-    )
+    ) + (("trace", trace) if trace else ())
 
 
 #: What a job keeps verbatim when its entry does not say (an entry of an older writer).
@@ -54,6 +55,8 @@ class JobFields:
     marker: str
     soft_tokens: int | None
     keep: int
+    #: The W3C traceparent of the save that enqueued it (None: none carried).
+    trace: str | None = None
 
 
 def read_job_fields(fields: Mapping[Any, Any]) -> JobFields | None:
@@ -69,6 +72,7 @@ def read_job_fields(fields: Mapping[Any, Any]) -> JobFields | None:
         marker=values.get("job", ""),
         soft_tokens=int(soft) if soft.isdigit() else None,
         keep=int(keep) if keep.isdigit() else DEFAULT_KEEP,
+        trace=values.get("trace") or None,
     )
 
 

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, get_args
 
 from ctxstore._base.ids import check_name
+from ctxstore._core import telemetry
 from ctxstore._core.format.codec import encode
 from ctxstore._core.format.fields import text
 from ctxstore._core.format.records import (
@@ -253,6 +254,7 @@ def append(
         base=str(base),
         digest=digest,
         recall="1" if (request_id is not None if recall is None else recall) else "",
+        trace=telemetry.traceparent() if compaction is not None else "",
     )
     call = script_call(
         script,
@@ -279,7 +281,7 @@ def append(
     state.head_sizes.remember(chat_id, result.head_message_id, head_tokens)
     if compaction is not None and result.compaction_job is not None and not enqueued:
         yield from enqueue_compaction(
-            state, chat_id, result.branch, result.compaction_job, compaction
+            state, chat_id, result.branch, result.compaction_job, compaction, fields.trace
         )
     appended: AppendResult = result
     return appended
@@ -328,6 +330,7 @@ class AppendCall(NamedTuple):
     base: str
     digest: str
     recall: str
+    trace: str
 
 
 class AppendReply(NamedTuple):

@@ -23,10 +23,16 @@ from ctxstore.models import CompactionTrigger
 
 
 def enqueue_compaction(
-    state: StoreState, chat_id: str, branch: str, job: str, trigger: CompactionTrigger
+    state: StoreState,
+    chat_id: str,
+    branch: str,
+    job: str,
+    trigger: CompactionTrigger,
+    trace: str = "",
 ) -> Operation[str]:
     """Add a job whose marker a save set to its shard's stream; returns the entry id."""
-    entry: str = yield from enqueue_job(state, chat_id, job_fields(chat_id, branch, job, trigger))
+    fields = job_fields(chat_id, branch, job, trigger, trace)
+    entry: str = yield from enqueue_job(state, chat_id, fields)
     return entry
 
 
