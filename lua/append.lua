@@ -69,6 +69,8 @@
 --   reply.job             the compaction marker this call set ("" for none)
 --   reply.enqueued        1 when the script added the job to KEYS[12] itself, else 0
 --   reply.head_tokens     the chain tokens through the new head (-1 for a resent call)
+--   reply.resent          1 when the call was answered from the request ring (a resend of a
+--                         write applied before: nothing written now), else 0
 -- Compaction: with soft_tokens, an append that leaves the branch its last message lands on
 -- (chosen ids, edits and conflict forks alike) with a context (newest summary plus the messages
 -- after it) at or past soft_tokens sets the chat's `cjob` marker "<summary position>\t<now>",
@@ -467,5 +469,5 @@ return run(function()
   slide_expiry(ttl, {chat, log, alias, runs, branch, KEYS[9], tok, summary_key, reqs})
   return {target, first, edits, rebased, conflict_fork, created_names, updated_at, owner,
           index(chat_id, index_owner, owner, updated_at), inc, context_tokens, job, enqueued,
-          head_tokens}
+          head_tokens, 0}
 end)

@@ -105,5 +105,5 @@ local function recalled_append(reqs_key, request, prior, digest, updated_before)
   end
   return {name, tonumber(first), edit_list, tonumber(rebased), fork, created_list,
           tonumber(updated_at), '', 0, '', tonumber(context), (string.gsub(job, ':', '\t')),
-          tonumber(enqueued), -1}
+          tonumber(enqueued), -1, 1}
 end

@@ -195,6 +195,10 @@ class AppendResult:
     #: The incarnation of the chat written to (see :class:`ChatMeta`): pass it back as
     #: ``incarnation`` so a later write fails on a chat deleted (or re-created) since.
     incarnation: str | None = None
+    #: True when the store had applied this write already (the same request id, sent again
+    #: after its reply was lost): nothing was written now; the rest is the first reply's, and
+    #: the result compares equal to it.
+    resent: bool = field(default=False, compare=False)
 
 
 class StoredMessage(TypedDict):
@@ -635,11 +639,14 @@ class SavedHead(str):
     engine was; otherwise the message a new side branch (not activated) starts at, because
     another turn's message had come after the engine's last saved one (or the engine's turn lost
     its lease): the engine moved to that branch. ``message_ids``: the stored ids, in order.
+    ``resent``: the store had saved these messages already (a save retried after its reply was
+    lost, under the same request id): nothing was written again.
     """
 
     branch: str
     forked_at: str | None
     message_ids: tuple[str, ...]
+    resent: bool
 
     def __new__(
         cls,
@@ -648,11 +655,13 @@ class SavedHead(str):
         branch: str,
         forked_at: str | None = None,
         message_ids: tuple[str, ...] = (),
+        resent: bool = False,
     ) -> SavedHead:
         saved = super().__new__(cls, head)
         saved.branch = branch
         saved.forked_at = forked_at
         saved.message_ids = message_ids
+        saved.resent = resent
         return saved
 
     @property

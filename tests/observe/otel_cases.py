@@ -173,3 +173,176 @@ def test_a_plan_is_one_span_its_operations_its_round_trips(
     assert len(swept) == 1
     assert swept[0].attributes["ctxstore.round_trips"] >= 2
     assert not [s for s in ours(spans, namespace) if s.name.startswith("ctxstore _")]
+
+
+def test_the_engines_resolve_and_save_are_spans_over_their_store_operations(
+    url: str, namespace: str, spans: InMemorySpanExporter
+) -> None:
+    with ctxstore.connect(url, namespace=namespace, trace_chat_ids=True) as store:
+        engine = ctxstore.ContextEngine(store=store, chat_id="c1", user_id="alice")
+        engine.set(ctxstore.user("hello"), ctxstore.assistant("hi"))
+        engine.save()
+        engine.resolve()
+    found = {span.name: span for span in ours(spans, namespace)}
+    save, resolve = found["ctxstore engine.save"], found["ctxstore engine.resolve"]
+    assert save.attributes["ctxstore.chat"] == "c1"
+    assert save.attributes["ctxstore.messages"] == 2
+    assert save.attributes["ctxstore.forked"] is False
+    assert resolve.attributes["ctxstore.messages"] == 2
+    children = [
+        span.name
+        for span in ours(spans, namespace)
+        if span.parent is not None and span.parent.span_id == save.context.span_id
+    ]
+    assert children
+    assert all(name.startswith("ctxstore ") for name in children)
+    assert any(
+        span.parent is not None and span.parent.span_id == resolve.context.span_id
+        for span in ours(spans, namespace)
+    )
+
+
+async def test_the_async_engines_spans_are_the_same(
+    namespace: str, spans: InMemorySpanExporter
+) -> None:
+    async with ctxstore.connect_async(f"memory://{namespace}", namespace=namespace) as store:
+        engine = ctxstore.AsyncContextEngine(store=store, chat_id="c1", user_id="alice")
+        engine.set(ctxstore.user("hello"))
+        await engine.save()
+        await engine.resolve()
+    names = [span.name for span in ours(spans, namespace)]
+    assert "ctxstore engine.save" in names
+    assert "ctxstore engine.resolve" in names
+    (save,) = [span for span in ours(spans, namespace) if span.name == "ctxstore engine.save"]
+    assert "ctxstore.chat" not in save.attributes  # not opted in, no key
+
+
+def _ui_user(text: str) -> dict[str, Any]:
+    return {"id": "u1", "role": "user", "parts": [{"type": "text", "text": text}]}
+
+
+@pytest.mark.parametrize("shell", ["sync", "async"])
+def test_a_chat_turn_is_a_span_with_the_genai_attributes_over_its_operations(
+    shell: str, namespace: str, spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from tests.support.scripted_model import ScriptedModel
+
+    ScriptedModel(["Alfama and the castle."]).install(monkeypatch)
+    url = f"memory://{namespace}"
+    options: dict[str, Any] = {"namespace": namespace, "trace_key": "k"}
+    if shell == "sync":
+        with ctxstore.connect(url, **options) as store:
+            engine = ctxstore.ContextEngine(store=store, chat_id="c1", user_id="alice")
+            chunks = list(ctxstore.chat(engine, [_ui_user("secret words")], model="openai/gpt-x"))
+    else:
+
+        async def answer() -> list[Any]:
+            async with ctxstore.connect_async(url, **options) as store:
+                engine = ctxstore.AsyncContextEngine(store=store, chat_id="c1", user_id="alice")
+                stream = await ctxstore.achat(
+                    engine, [_ui_user("secret words")], model="openai/gpt-x"
+                )
+                return [chunk async for chunk in stream]
+
+        chunks = asyncio.run(answer())
+    assert chunks[-1]["type"] == "finish"
+    (turn,) = [span for span in ours(spans, namespace) if span.name == "ctxstore chat"]
+    attributes = dict(turn.attributes)
+    assert attributes["gen_ai.operation.name"] == "chat"
+    assert attributes["gen_ai.request.model"] == "openai/gpt-x"
+    assert attributes["gen_ai.provider.name"] == "openai"
+    assert attributes["gen_ai.conversation.id"] == hmac.new(b"k", b"c1", hashlib.sha256).hexdigest()
+    assert attributes["ctxstore.state"] == "done"
+    assert attributes["ctxstore.model_calls"] == 1
+    assert attributes["gen_ai.usage.output_tokens"] > 0
+    assert list(attributes["gen_ai.response.finish_reasons"]) == ["stop"]
+    inside = [
+        span.name
+        for span in ours(spans, namespace)
+        if span.parent is not None and span.parent.span_id == turn.context.span_id
+    ]
+    assert "ctxstore save+begin_stream" in inside  # the question, in the round trip of the stream
+    assert "ctxstore save" in inside  # the answer
+    for span in spans.get_finished_spans():
+        assert "secret words" not in repr(dict(span.attributes or {}))
+
+
+def test_a_chat_turn_stopped_early_ends_its_span_as_stopped(
+    namespace: str, spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.scripted_model import ScriptedModel
+
+    ScriptedModel(["one two three four five six seven"], piece=1).install(monkeypatch)
+    with ctxstore.connect(f"memory://{namespace}", namespace=namespace) as store:
+        engine = ctxstore.ContextEngine(store=store, chat_id="c1", user_id="alice")
+        stream = ctxstore.chat(engine, [_ui_user("hi")], model="gpt-x")
+        for chunk in stream:
+            if chunk["type"] == "text-delta":
+                break
+        stream.close()
+    (turn,) = [span for span in ours(spans, namespace) if span.name == "ctxstore chat"]
+    assert turn.attributes["ctxstore.state"] == "stopped"
+    inside = [
+        span.name
+        for span in ours(spans, namespace)
+        if span.parent is not None and span.parent.span_id == turn.context.span_id
+    ]
+    assert "ctxstore save" in inside  # the answer, saved when it stopped, within the turn
+    assert turn.end_time >= max(s.end_time for s in ours(spans, namespace) if s is not turn)
+
+
+def test_a_chat_turn_whose_model_fails_is_an_error_span_by_the_errors_type(
+    namespace: str, spans: InMemorySpanExporter, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from tests.support.scripted_model import ScriptedModel
+
+    model = ScriptedModel(["never finished"]).install(monkeypatch)
+    model.fail_at = 1
+    with ctxstore.connect(f"memory://{namespace}", namespace=namespace) as store:
+        engine = ctxstore.ContextEngine(store=store, chat_id="c1", user_id="alice")
+        chunks = list(ctxstore.chat(engine, [_ui_user("hi")], model="gpt-x"))
+    assert any(chunk["type"] == "error" for chunk in chunks)
+    (turn,) = [span for span in ours(spans, namespace) if span.name == "ctxstore chat"]
+    assert turn.attributes["ctxstore.state"] == "failed"
+    assert turn.status.status_code == trace.StatusCode.ERROR
+    assert turn.attributes["error.type"] == "RuntimeError"
+    assert "failed after" not in repr([event.attributes for event in turn.events])
+
+
+def test_a_write_sent_again_under_its_request_id_is_resent_and_counted(
+    url: str, namespace: str, spans: InMemorySpanExporter
+) -> None:
+    before = counter("ctxstore.resends", operation="append")
+    with ctxstore.connect(url, namespace=namespace) as store:
+        alice = store.for_user("alice")
+        alice.upsert_chat("c1")
+        message = [{"role": "user", "content": "once"}]
+        first = alice.append("c1", "main", message, expected_head=None, request_id="r1")
+        again = alice.append("c1", "main", message, expected_head=None, request_id="r1")
+        assert again.message_ids == first.message_ids
+        assert again.resent
+    appends = [span for span in ours(spans, namespace) if span.name == "ctxstore append"]
+    assert [span.attributes["ctxstore.outcome"] for span in appends] == ["applied", "resent"]
+    assert counter("ctxstore.resends", operation="append") == before + 1
+
+
+def test_an_engine_save_retried_after_a_lost_reply_is_resent(
+    namespace: str, spans: InMemorySpanExporter
+) -> None:
+    with ctxstore.connect(f"memory://{namespace}", namespace=namespace) as store:
+        first = ctxstore.ContextEngine(store=store, chat_id="c1", user_id="alice")
+        first.set(ctxstore.user("hello"))
+        saved = first.save(request_id="turn-1")
+        retry = ctxstore.ContextEngine(store=store, chat_id="c1", user_id="alice")
+        retry.set(ctxstore.user("hello"))
+        again = retry.save(request_id="turn-1")
+    assert (saved.resent, again.resent) == (False, True)
+    assert again.message_ids == saved.message_ids
+    outcomes = [
+        span.attributes["ctxstore.outcome"]
+        for span in ours(spans, namespace)
+        if span.name == "ctxstore save"
+    ]
+    assert outcomes == ["applied", "resent"]

@@ -305,6 +305,7 @@ def test_a_resent_append_is_answered_like_the_first_time(backend: str, namespace
         first.message_ids,
     )
     assert first.message_ids[0] == "m1"
+    assert (first.resent, again.resent) == (False, True)  # the second was answered, not written
     assert store.get_branch("c1", "main").message_count == 2
     assert store.list_chats()[0].message_count == 2
     with pytest.raises(

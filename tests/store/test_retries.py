@@ -36,6 +36,7 @@ def test_a_write_repeated_under_its_request_id_answers_with_the_first_result(sto
         "c1", "main", QUESTION, expected_head=None, request_id="req-1", user_id="alice"
     )
     assert again == first  # every field: ids, branch, updated_at, context size, job
+    assert (first.resent, again.resent) == (False, True)  # which one wrote
     assert contents(store) == ["Plan a weekend in Lisbon."]
     later = store.append(
         "c1",

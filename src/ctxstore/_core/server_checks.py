@@ -106,6 +106,11 @@ def marker_call(state: StoreState) -> Call[Any]:
     return command_call(("HGETALL", key), keys=(key,))
 
 
+def marker_of(reply: Any) -> KeyspaceMarker:
+    """The marker the reply of :func:`marker_call` holds (unmarked when it holds nothing)."""
+    return marker_from({name: text(value) for name, value in pairs(reply or ()).items()})
+
+
 def keep_marker(state: StoreState, reply: Any) -> KeyspaceMarker | None:
     """The marker an ``HGETALL`` outcome holds, remembered by the process and checked: a
     format this release does not write is a ``FormatError``. A server that refuses the read
@@ -117,7 +122,7 @@ def keep_marker(state: StoreState, reply: Any) -> KeyspaceMarker | None:
     if isinstance(reply, CtxStoreError):
         log.debug("cannot read the keyspace's format marker (%s); taken as unmarked", reply)
         reply = {}
-    marker = marker_from({name: text(value) for name, value in pairs(reply or ()).items()})
+    marker = marker_of(reply)
     try:
         check_writable(marker, state.keyspace.base)
     except CtxStoreError:

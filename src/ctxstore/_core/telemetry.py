@@ -10,18 +10,17 @@ A span is named after the public operation (``ctxstore append``) and follows the
 conventions: ``db.system.name`` (``redis``), ``db.operation.name``, ``server.address`` /
 ``server.port``, plus ``ctxstore.script`` (the Lua scripts it ran), ``ctxstore.namespace``,
 ``ctxstore.round_trips`` and ``ctxstore.outcome`` (``applied``, ``conflict``, ``rebased``,
-``forked``). The chat id is on it only when the operator opts in (``Settings.trace_chat_ids``);
-else ``ctxstore.chat`` is an HMAC-SHA256 of it under ``Settings.trace_key``, or absent. No
-attribute or event holds message text, nor an error's message (which may name a chat): an error
-is recorded by its type. A plan (a sweep, an import, an export read lazily) is one span; the
-operations it runs are its round trips.
+``forked``, ``resent``). The chat id is on it only when the operator opts in
+(``Settings.trace_chat_ids``); else ``ctxstore.chat`` is an HMAC-SHA256 of it under
+``Settings.trace_key``, or absent. No attribute or event holds message text, nor an error's
+message (which may name a chat): an error is recorded by its type. A plan (a sweep, an import,
+an export read lazily) is one span; the operations it runs are its round trips.
 
 Metrics (one meter, ``ctxstore``): ``ctxstore.operation.duration`` (seconds, by operation and
-outcome), the counters ``ctxstore.conflicts``, ``.rebases``, ``.forks``, ``.lease_losses``,
-``.stream.pieces``,
-``.jobs`` (by result), and ``ctxstore.cache.hits`` / ``.misses`` (observed from the process's
-chain caches, nothing counted on the read path). The worker reports ``ctxstore.jobs.pending``
-and ``ctxstore.jobs.oldest_age`` (:func:`observe_jobs`).
+outcome), the counters ``ctxstore.conflicts``, ``.rebases``, ``.forks``, ``.resends``,
+``.lease_losses``, ``.stream.pieces``, ``.jobs`` (by result), and ``ctxstore.cache.hits`` /
+``.misses`` (observed from the process's chain caches, nothing counted on the read path). The
+worker reports ``ctxstore.jobs.pending`` and ``ctxstore.jobs.oldest_age`` (:func:`observe_jobs`).
 """
 
 from __future__ import annotations
@@ -32,7 +31,7 @@ import hmac
 import time
 from collections.abc import AsyncIterator, Callable, Generator, Iterator, Mapping
 from contextlib import contextmanager
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from ctxstore._base.plans import Emit
 from ctxstore.errors import ConflictError, LeaseLostError
@@ -76,6 +75,7 @@ class _Otel:
                 ("conflicts", "Writes whose expected head had moved (raised or resolved)"),
                 ("rebases", "Appends rebased onto a head that had moved"),
                 ("forks", "Appends forked onto a new branch at a head that had moved"),
+                ("resends", "Writes sent again after a lost reply, answered without writing"),
                 ("lease_losses", "Writes refused because another turn took the chat's lease"),
                 ("stream.pieces", "Pieces written to answer streams"),
                 ("jobs", "Compaction jobs a worker finished, by result"),
@@ -88,12 +88,22 @@ class _Otel:
                 description=_CACHE_DESCRIPTIONS[field],
             )
 
+    #: Set once a provider is found: OpenTelemetry's global providers are set once a process.
+    _traced = False
+    _metered = False
+
     def tracing(self) -> bool:
-        return not isinstance(self.trace.get_tracer_provider(), self.proxy_tracer_provider)
+        if not self._traced:
+            provider = self.trace.get_tracer_provider()
+            self._traced = not isinstance(provider, self.proxy_tracer_provider)
+        return self._traced
 
     def metering(self) -> bool:
-        # Until an application sets one, the global meter provider is the API's proxy.
-        return type(self.metrics.get_meter_provider()).__name__ != "_ProxyMeterProvider"
+        if not self._metered:
+            # Until an application sets one, the global meter provider is the API's proxy.
+            provider = self.metrics.get_meter_provider()
+            self._metered = type(provider).__name__ != "_ProxyMeterProvider"
+        return self._metered
 
 
 def _cache_observer(field: str) -> Callable[[Any], list[Any]]:
@@ -147,6 +157,47 @@ def chat_attribute(settings: Any, chat_id: str) -> str | None:
     return hmac.new(raw, chat_id.encode(), hashlib.sha256).hexdigest()
 
 
+def chat_attributes(state: Any, chat_id: object, key: str = "ctxstore.chat") -> dict[str, Any]:
+    """The namespace of ``state``'s store, and what a span may say of ``chat_id`` under
+    ``key`` (see :func:`chat_attribute`)."""
+    attributes: dict[str, Any] = {"ctxstore.namespace": state.keyspace.namespace or ""}
+    if isinstance(chat_id, str):
+        chat = chat_attribute(state.settings, chat_id)
+        if chat is not None:
+            attributes[key] = chat
+    return attributes
+
+
+def _server_attributes(state: Any) -> Mapping[str, Any]:
+    """The attributes every span of ``state``'s store has, made once a store."""
+    found: Mapping[str, Any] | None = getattr(state, "_span_attributes", None)
+    if found is not None:
+        return found
+    attributes: dict[str, Any] = {
+        "db.system.name": "redis",
+        "ctxstore.namespace": state.keyspace.namespace or "",
+    }
+    host, _, port = (state.server or "").rpartition(":")
+    if host and port.isdigit():
+        attributes["server.address"] = host
+        attributes["server.port"] = int(port)
+    elif state.embedded:
+        attributes["server.address"] = "memory"
+    state._span_attributes = attributes
+    return attributes
+
+
+#: The labels of one operation's duration, by (operation, outcome): made once, not each call.
+_LABELS: dict[tuple[str, str], dict[str, str]] = {}
+
+
+def _labels(name: str, outcome: str) -> dict[str, str]:
+    found = _LABELS.get((name, outcome))
+    if found is None:
+        found = _LABELS[(name, outcome)] = {"operation": name, "outcome": outcome}
+    return found
+
+
 class Watch:
     """One store operation (or plan) being traced and timed."""
 
@@ -157,17 +208,8 @@ class Watch:
         self.scripts: list[str] = []
         self.outcome = "applied"
         self._started = time.perf_counter()
-        attributes: dict[str, Any] = {
-            "db.system.name": "redis",
-            "db.operation.name": name,
-            "ctxstore.namespace": state.keyspace.namespace or "",
-        }
-        host, _, port = (state.server or "").rpartition(":")
-        if host and port.isdigit():
-            attributes["server.address"] = host
-            attributes["server.port"] = int(port)
-        elif state.embedded:
-            attributes["server.address"] = "memory"
+        attributes = dict(_server_attributes(state))
+        attributes["db.operation.name"] = name
         if isinstance(chat_id, str):
             chat = chat_attribute(state.settings, chat_id)
             if chat is not None:
@@ -211,32 +253,40 @@ class Watch:
     def _close(self, error: BaseException | None) -> None:
         self.exit()
         span = self.span
-        span.set_attribute("ctxstore.round_trips", self.round_trips)
-        span.set_attribute("ctxstore.outcome", self.outcome)
+        ended: dict[str, Any] = {
+            "ctxstore.round_trips": self.round_trips,
+            "ctxstore.outcome": self.outcome,
+        }
         if self.scripts:
-            span.set_attribute("ctxstore.script", ",".join(self.scripts))
+            ended["ctxstore.script"] = ",".join(self.scripts)
+        span.set_attributes(ended)
         if error is not None:
-            kind = type(error).__name__
-            span.set_attribute("error.type", kind)
-            span.add_event("exception", {"exception.type": kind})
-            span.set_status(self.api.status(self.api.error_code, kind))
+            _record_error(self.api, span, error)
         span.end()
-        labels = {"operation": self.name, "outcome": self.outcome}
-        self.api.duration.record(time.perf_counter() - self._started, labels)
-        counted = {"conflict": "conflicts", "rebased": "rebases", "forked": "forks"}
-        if self.outcome in counted:
-            self.api.counters[counted[self.outcome]].add(1, {"operation": self.name})
-            if self.outcome != "conflict":
+        self.api.duration.record(
+            time.perf_counter() - self._started, _labels(self.name, self.outcome)
+        )
+        counted = _COUNTED.get(self.outcome)
+        if counted is not None:
+            self.api.counters[counted].add(1, {"operation": self.name})
+            if self.outcome in ("rebased", "forked"):
                 self.api.counters["conflicts"].add(1, {"operation": self.name})
         if self.name == "write_stream" and self.outcome == "applied":
             self.api.counters["stream.pieces"].add(1)
 
 
+#: The counter each outcome other than "applied" adds to (a rebase or a fork is a conflict too).
+_COUNTED = {"conflict": "conflicts", "rebased": "rebases", "forked": "forks", "resent": "resends"}
+
+
 def outcome_of(result: object) -> str:
-    """``rebased`` / ``forked`` for an append that resolved a conflict, else ``applied``."""
+    """``resent`` for a write the store had applied already (answered from its request ring),
+    ``rebased`` / ``forked`` for an append that resolved a conflict, else ``applied``."""
+    if getattr(result, "resent", False) is True:
+        return "resent"
     if getattr(result, "rebased", False):
         return "rebased"
-    if getattr(result, "conflict_fork", None):
+    if getattr(result, "conflict_fork", None) or getattr(result, "forked_at", None):
         return "forked"
     return "applied"
 
@@ -268,23 +318,36 @@ def watch(state: Any, operation: Any) -> Watch | _Step | None:
     api = active()
     if api is None:
         return None
-    name, chat_id = _named(operation)
+    settings = state.settings
+    name, chat_id = _named(operation, settings.trace_chat_ids or settings.trace_key is not None)
     found = Watch(api, state, name, chat_id)
     found.enter()
     return found
 
 
-def _named(operation: Any) -> tuple[str, object]:
+def _named(operation: Any, chat: bool = True) -> tuple[str, object]:
     """An operation's name (its generator function's: the public operation's, by the core's
-    naming) and the chat it acts on (its ``chat_id`` argument, read before it starts)."""
+    naming) and, when ``chat``, the chat it acts on (its ``chat_id`` argument, read before it
+    starts; reading a frame's arguments costs, so only when a span may show it)."""
+    name = getattr(operation, "__name__", "operation")
+    if name == "together":  # operations sharing round trips: named after each of them
+        inner = [_named(step, chat) for step in _arguments(operation).get("operations", ())]
+        chats = {found for _, found in inner if isinstance(found, str)}
+        return "+".join(part for part, _ in inner) or name, next(iter(chats), None)
+    public = _PUBLIC_NAMES.get(name)
+    if public is None:
+        public = _PUBLIC_NAMES[name] = name.strip("_").removesuffix("_op")
+    return public, _arguments(operation).get("chat_id") if chat else None
+
+
+def _arguments(operation: Any) -> Mapping[str, Any]:
     frame = getattr(operation, "gi_frame", None)
-    chat_id = frame.f_locals.get("chat_id") if frame is not None else None
-    return getattr(operation, "__name__", "operation"), chat_id
+    return frame.f_locals if frame is not None else {}
 
 
-def current() -> Watch | None:
-    """The operation watched in this context (a plan's), for its steps' round trips."""
-    return _CURRENT.get()
+#: Span names by generator name; the engine's operations are named after what they do for it
+#: (``save_op`` -> save, ``ensure_open`` -> open).
+_PUBLIC_NAMES = {"ensure_open": "open", "open_op": "open"}
 
 
 @contextmanager
@@ -304,17 +367,20 @@ def watched(state: Any, name: str, chat_id: str | None = None) -> Iterator[Watch
     found.finish(None)
 
 
-def watched_iter(
-    state: Any, name: str, items: Iterator[T], chat_id: str | None = None
-) -> Iterator[T]:
-    """``items`` (a plan read lazily) traced as one operation, until it is read out or closed;
-    the operation is current only while an item is being made, never between items."""
-    with watched(state, name, chat_id) as found:
-        if found is None:
-            yield from items
-            return
-        found.exit()
-        steps = iter(items)
+class _Current(Protocol):
+    def enter(self) -> None: ...
+
+    def exit(self) -> None: ...
+
+
+def during(found: _Current | None, items: Iterator[T]) -> Iterator[T]:
+    """``items``, with ``found`` current only while an item is being made, never while an item
+    is with its reader (whose own spans are not ours)."""
+    if found is None:
+        yield from items
+        return
+    steps = iter(items)
+    try:
         while True:
             found.enter()
             try:
@@ -324,15 +390,19 @@ def watched_iter(
             finally:
                 found.exit()
             yield item
+    finally:  # closed early: what ``items`` does on close (an answer's cleanup) is traced too
+        close = getattr(steps, "close", None)
+        if close is not None:
+            found.enter()
+            try:
+                close()
+            finally:
+                found.exit()
 
 
-async def awatched_iter(
-    state: Any, name: str, items: AsyncIterator[T], chat_id: str | None = None
-) -> AsyncIterator[T]:
-    """:func:`watched_iter` of an async plan."""
-    with watched(state, name, chat_id) as found:
-        if found is not None:
-            found.exit()
+async def aduring(found: _Current | None, items: AsyncIterator[T]) -> AsyncIterator[T]:
+    """The async form of :func:`during`."""
+    try:
         while True:
             if found is not None:
                 found.enter()
@@ -343,6 +413,38 @@ async def awatched_iter(
             finally:
                 if found is not None:
                     found.exit()
+            yield item
+    finally:
+        close = getattr(items, "aclose", None)
+        if close is not None:
+            if found is not None:
+                found.enter()
+            try:
+                await close()
+            finally:
+                if found is not None:
+                    found.exit()
+
+
+def watched_iter(
+    state: Any, name: str, items: Iterator[T], chat_id: str | None = None
+) -> Iterator[T]:
+    """``items`` (a plan read lazily) traced as one operation, until it is read out or closed;
+    the operation is current only while an item is being made, never between items."""
+    with watched(state, name, chat_id) as found:
+        if found is not None:
+            found.exit()
+        yield from during(found, items)
+
+
+async def awatched_iter(
+    state: Any, name: str, items: AsyncIterator[T], chat_id: str | None = None
+) -> AsyncIterator[T]:
+    """:func:`watched_iter` of an async plan."""
+    with watched(state, name, chat_id) as found:
+        if found is not None:
+            found.exit()
+        async for item in aduring(found, items):
             yield item
 
 
@@ -397,11 +499,74 @@ def span(name: str, attributes: Mapping[str, Any] | None = None) -> Iterator[Any
         try:
             yield found
         except BaseException as error:
-            kind = type(error).__name__
-            found.set_attribute("error.type", kind)
-            found.add_event("exception", {"exception.type": kind})
-            found.set_status(api.status(api.error_code, kind))
+            _record_error(api, found, error)
             raise
+
+
+def annotate(attributes: Mapping[str, Any]) -> None:
+    """Add ``attributes`` to the current span (nothing when tracing is off)."""
+    api = _LOADED.get("api")
+    if api is None or not api.tracing():
+        return
+    api.trace.get_current_span().set_attributes(dict(attributes))
+
+
+class Opened:
+    """A span that stays open across the steps of something read piece by piece (a ``chat()``
+    answer): current only while one of its steps runs (:func:`during`), ended once."""
+
+    def __init__(self, api: _Otel, found: Any) -> None:
+        self.api = api
+        self.span = found
+        self._tokens: list[object] = []
+        self.ended = False
+
+    def enter(self) -> None:
+        self._tokens.append(self.api.context.attach(self.api.trace.set_span_in_context(self.span)))
+
+    def exit(self) -> None:
+        if self._tokens:
+            self.api.context.detach(self._tokens.pop())
+
+    def end(self, attributes: Mapping[str, Any], error: BaseException | None = None) -> None:
+        """Set ``attributes``, record ``error`` by its type, and end the span (once)."""
+        if self.ended:
+            return
+        self.ended = True
+        self.span.set_attributes(dict(attributes))
+        if error is not None:
+            _record_error(self.api, self.span, error)
+        self.span.end()
+
+
+@contextmanager
+def made_current(found: _Current | None) -> Iterator[None]:
+    """``found`` (an :class:`Opened` span, or None) current for the block."""
+    if found is None:
+        yield
+        return
+    found.enter()
+    try:
+        yield
+    finally:
+        found.exit()
+
+
+def opened(name: str, attributes: Mapping[str, Any]) -> Opened | None:
+    """An :class:`Opened` span named ``name``, a child of the current one; None when tracing
+    is off."""
+    api = active()
+    if api is None or not api.tracing():
+        return None
+    return Opened(api, api.tracer.start_span(name, attributes=dict(attributes)))
+
+
+def _record_error(api: _Otel, found: Any, error: BaseException) -> None:
+    """An error on a span, by its type only: its message may name a chat or quote a user."""
+    kind = type(error).__name__
+    found.set_attribute("error.type", kind)
+    found.add_event("exception", {"exception.type": kind})
+    found.set_status(api.status(api.error_code, kind))
 
 
 def traceparent() -> str:

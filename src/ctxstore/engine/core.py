@@ -17,11 +17,13 @@ merged once, the active branch loaded) in the same script as its own work where 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
+from contextlib import AbstractContextManager
 from dataclasses import replace
 from typing import Any, TypeVar, get_args
 
 from ctxstore._base.ids import check_key_id, check_name
 from ctxstore._base.plans import Plan, Run
+from ctxstore._core import telemetry
 from ctxstore._core.cache import EMPTY_CHAIN, CachedChain
 from ctxstore._core.ops import append as append_ops
 from ctxstore._core.ops import branches, chats, checkpoints, opening, reads, turns, versions
@@ -144,6 +146,24 @@ class EngineCore:
         result: T = yield Run(operation)
         return result
 
+    def traced(self, name: str) -> AbstractContextManager[Any]:
+        """The span of the engine's ``name`` (``ctxstore engine.resolve``...): the store
+        operations it runs are its children."""
+        return telemetry.span(
+            f"ctxstore engine.{name}", telemetry.chat_attributes(self._state, self.chat_id)
+        )
+
+    def noted_save(self, saved: SavedHead | None) -> SavedHead | None:
+        """``saved``, told to the current span (the engine's save): how many messages, and
+        whether they went onto a new side branch."""
+        telemetry.annotate(
+            {
+                "ctxstore.messages": len(saved.message_ids) if saved is not None else 0,
+                "ctxstore.forked": saved is not None and saved.forked,
+            }
+        )
+        return saved
+
     def resolved(self, chain: CachedChain, renderer: Renderer | None) -> ResolveResult:
         """The prompt and the messages: the chain's payloads, then copies of the pending
         messages, all the caller's (the chain's are copied from the process cache as they are
@@ -160,6 +180,7 @@ class EngineCore:
             return [message["id"] for message in chain.read_only_messages()] + pending_ids
 
         system_prompt = self.prompt.system_prompt(renderer, summary)
+        telemetry.annotate({"ctxstore.messages": len(messages), "ctxstore.summary": bool(summary)})
         return ResolveResult.of(
             system_prompt, messages, ids, summary, self.session.versions, holds_ui=holds_ui
         )
@@ -441,6 +462,7 @@ class EngineCore:
             branch=result.branch,
             message_ids=result.message_ids,
             forked_at=forked_at,
+            resent=result.resent,
         )
 
     def _static_title(self) -> str | None:

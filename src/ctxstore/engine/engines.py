@@ -182,7 +182,8 @@ class ContextEngine(_EngineBase[Store]):
         from its results; when nothing fits, the newest message comes with its tool group).
         """
         plan = self._core.resolve_plan(max_tokens, max_messages, full)
-        return self._core.resolved(run_plan(plan, self._perform), renderer)
+        with self._core.traced("resolve"):
+            return self._core.resolved(run_plan(plan, self._perform), renderer)
 
     def inspect(self, model: str | None = None, renderer: Renderer | None = None) -> dict[str, Any]:
         """A JSON-serializable snapshot of the next call: token and cost estimate with the
@@ -205,7 +206,8 @@ class ContextEngine(_EngineBase[Store]):
         BackendTimeoutError: engine.save()`` saves once (add nothing in between). With
         ``request_id`` (see ``Store.append``), that id is the write's, for a retry that comes
         from a new engine (another process, a function invoked again)."""
-        return self._store.run(self._core.save_op(request_id=request_id))
+        with self._core.traced("save"):
+            return self._core.noted_save(self._store.run(self._core.save_op(request_id=request_id)))
 
     def turn(
         self,
@@ -330,7 +332,8 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
     ) -> ResolveResult:
         """The async form of :meth:`ContextEngine.resolve`."""
         plan = self._core.resolve_plan(max_tokens, max_messages, full)
-        return self._core.resolved(await arun_plan(plan, self._perform), renderer)
+        with self._core.traced("resolve"):
+            return self._core.resolved(await arun_plan(plan, self._perform), renderer)
 
     async def inspect(
         self, model: str | None = None, renderer: Renderer | None = None
@@ -346,7 +349,8 @@ class AsyncContextEngine(_EngineBase[AsyncStore]):
 
     async def save(self, *, request_id: str | None = None) -> SavedHead | None:
         """The async form of :meth:`ContextEngine.save`."""
-        return await self._run(self._core.save_op(request_id=request_id))
+        with self._core.traced("save"):
+            return self._core.noted_save(await self._run(self._core.save_op(request_id=request_id)))
 
     def turn(
         self,

@@ -110,6 +110,7 @@ class ChatPlan:
         self._context: list[dict[str, Any]] = []
         self._usage: list[dict[str, int]] = []
         self._finish_reason = "other"
+        self._finish_reasons: list[str] = []
         self._static_title: str | None = None
         self._title_started = False
         self._saving = False
@@ -133,6 +134,26 @@ class ChatPlan:
     @property
     def answer_id(self) -> str:
         return self._request.answer_id
+
+    @property
+    def model(self) -> str:
+        """The model the answer is asked of."""
+        return self._request.model
+
+    @property
+    def model_calls(self) -> int:
+        """How many model calls the answer made so far."""
+        return len(self._finish_reasons)
+
+    @property
+    def finish_reasons(self) -> tuple[str, ...]:
+        """Why each model call ended, in order (``stop``, ``tool-calls``...)."""
+        return tuple(self._finish_reasons)
+
+    @property
+    def usage(self) -> dict[str, int]:
+        """The tokens of the answer's model calls, summed (empty when no provider told)."""
+        return _summed(self._usage)
 
     # --- before chat() returns ------------------------------------------------------------
 
@@ -288,6 +309,7 @@ class ChatPlan:
         if reader.usage is not None:
             self._usage.append(normalize_usage(reader.usage))
         self._finish_reason = reader.finish
+        self._finish_reasons.append(reader.finish)
         runs: list[ToolRun] = []
         for call in reader.calls.values():
             part = self._builder.tool_part(call.call_id)

@@ -17,6 +17,7 @@ from typing import Any
 from ctxstore._base.plans import Plan, adrive, aperformer, arun_plan, drive, performer, run_plan
 from ctxstore._base.twins import documented_by
 from ctxstore._core.ops.streams import DEFAULT_STREAM_TTL, DEFAULT_WRITER_TTL
+from ctxstore._core.telemetry import Opened, made_current
 from ctxstore.engine.core import EngineCore
 from ctxstore.engine.engines import AsyncContextEngine, ContextEngine
 from ctxstore.engine.stream_io import (
@@ -30,6 +31,7 @@ from ctxstore.errors import ConfigurationError
 from ctxstore.frontend.plan import ChatPlan, RunTools, ToolRun
 from ctxstore.frontend.protocol import SSE_DONE, UI_MESSAGE_STREAM_HEADERS, sse_event
 from ctxstore.frontend.request import ChatRequest, Trigger
+from ctxstore.frontend.tracing import atraced_steps, ended, traced_steps, turn_span
 from ctxstore.models import SavedHead
 
 __all__ = ["AsyncChatStream", "ChatStream", "achat", "chat"]
@@ -77,10 +79,16 @@ def chat(
             f"{type(engine).__name__}"
         )
     plan = _plan(engine._core, locals())
-    context = run_plan(plan.prepare(), engine._perform)
-    stream = ChatStream(engine, plan)
-    for _ in stream._drive(plan.start(context)):
-        raise AssertionError("a chat stream hands nothing out before it is read")
+    turn = turn_span(engine._core, plan)
+    try:
+        with made_current(turn):
+            context = run_plan(plan.prepare(), engine._perform)
+        stream = ChatStream(engine, plan, turn)
+        for _ in stream._drive(plan.start(context)):
+            raise AssertionError("a chat stream hands nothing out before it is read")
+    except BaseException as error:
+        ended(turn, plan, error)
+        raise
     return stream
 
 
@@ -112,10 +120,16 @@ async def achat(
             f"{type(engine).__name__}"
         )
     plan = _plan(engine._core, locals())
-    context = await arun_plan(plan.prepare(), engine._perform)
-    stream = AsyncChatStream(engine, plan)
-    async for _ in stream._drive(plan.start(context)):
-        raise AssertionError("a chat stream hands nothing out before it is read")
+    turn = turn_span(engine._core, plan)
+    try:
+        with made_current(turn):
+            context = await arun_plan(plan.prepare(), engine._perform)
+        stream = AsyncChatStream(engine, plan, turn)
+        async for _ in stream._drive(plan.start(context)):
+            raise AssertionError("a chat stream hands nothing out before it is read")
+    except BaseException as error:
+        ended(turn, plan, error)
+        raise
     return stream
 
 
@@ -172,9 +186,10 @@ class ChatStream(SyncPlanReader[ChatPlan], _ChatStreamBase):
     (``break``, ``close()``, leaving ``with``) saves what was streamed as the answer, marked
     aborted."""
 
-    def __init__(self, engine: ContextEngine, plan: ChatPlan) -> None:
+    def __init__(self, engine: ContextEngine, plan: ChatPlan, turn: Opened | None) -> None:
         self._engine = engine
         self._plan = plan
+        self._turn = turn
         self._io = SyncStreamIO(engine._store)
 
     def sse(self) -> Iterator[str]:
@@ -200,7 +215,8 @@ class ChatStream(SyncPlanReader[ChatPlan], _ChatStreamBase):
                 raise AssertionError(f"unknown step {request!r}")
             return handled
 
-        return drive(steps, performer(self._engine._store.run, effect))
+        driven = drive(steps, performer(self._engine._store.run, effect))
+        return traced_steps(self._turn, self._plan, driven)
 
 
 @documented_by(ChatStream)
@@ -208,9 +224,10 @@ class AsyncChatStream(AsyncPlanReader[ChatPlan], _ChatStreamBase):
     """An ``achat()`` answer: ``async for`` it once, or ``sse()``. Stopping early (``break``,
     ``aclose()``, a cancelled task) saves what was streamed as the answer, marked aborted."""
 
-    def __init__(self, engine: AsyncContextEngine, plan: ChatPlan) -> None:
+    def __init__(self, engine: AsyncContextEngine, plan: ChatPlan, turn: Opened | None) -> None:
         self._engine = engine
         self._plan = plan
+        self._turn = turn
         self._io = AsyncStreamIO(engine._store)
 
     async def sse(self) -> AsyncIterator[str]:
@@ -241,7 +258,7 @@ class AsyncChatStream(AsyncPlanReader[ChatPlan], _ChatStreamBase):
                 return await perform(step)
             return await _to_the_end(perform(step))
 
-        return adrive(steps, guarded)
+        return atraced_steps(self._turn, plan, adrive(steps, guarded))
 
 
 async def _to_the_end(step: Awaitable[Any]) -> Any:

@@ -203,13 +203,39 @@ def make_client(target: Target, options: dict[str, Any], *, asynchronous: bool) 
             return RedisCluster.from_url(target.url, **merged)
         except TRANSPORT_ERRORS as error:
             raise translate(error, {"url": target.url}) from error
+    return _pooled_client(target.url, merged, asynchronous=asynchronous)
+
+
+#: Connections a store opens to its server at most, unless its options say otherwise: more
+#: concurrent calls (a thousand answers streaming from one process) wait for one to be free.
+DEFAULT_MAX_CONNECTIONS = 100
+#: How long a call waits for a free connection before it fails (seconds).
+DEFAULT_POOL_TIMEOUT = 20.0
+
+
+def _pooled_client(url: str, options: dict[str, Any], *, asynchronous: bool) -> Any:
+    """A client of one server whose pool makes a call wait for a free connection when all
+    are busy: redis-py's own pool (100 connections from redis-py 6 on) fails the call instead,
+    so a process with more concurrent calls than connections would see errors under load.
+    The client option ``max_connections`` (``redis_options={"max_connections": N}``) sets the
+    pool's size."""
+    options = dict(options)
+    bounds = {
+        "max_connections": options.pop("max_connections", None) or DEFAULT_MAX_CONNECTIONS,
+        "timeout": DEFAULT_POOL_TIMEOUT,
+    }
     if asynchronous:
         import redis.asyncio
 
-        return redis.asyncio.Redis.from_url(target.url, **merged)
-    import redis
+        pool: Any = redis.asyncio.BlockingConnectionPool.from_url(url, **bounds, **options)
+        client: Any = redis.asyncio.Redis(connection_pool=pool)
+    else:
+        import redis
 
-    return redis.Redis.from_url(target.url, **merged)
+        pool = redis.BlockingConnectionPool.from_url(url, **bounds, **options)
+        client = redis.Redis(connection_pool=pool)
+    client.auto_close_connection_pool = True  # closing the store closes its pool
+    return client
 
 
 def adopt_client(client: Any, *, asynchronous: bool) -> Any:

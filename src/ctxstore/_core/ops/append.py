@@ -350,6 +350,7 @@ class AppendReply(NamedTuple):
     job: bytes
     enqueued: int
     head_tokens: int
+    resent: int
 
 
 def _parse_append(
@@ -375,6 +376,7 @@ def _parse_append(
         context_tokens=int(reply.context_tokens),
         compaction_job=text(reply.job) or None,
         incarnation=text(reply.incarnation) or None,
+        resent=bool(reply.resent),
     )
     return (
         result,

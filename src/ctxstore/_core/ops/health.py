@@ -10,10 +10,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ctxstore._core.format.fields import pairs, text
-from ctxstore._core.format.versions import marker_from
 from ctxstore._core.protocol import Call, Operation, command_call, raise_first_error
-from ctxstore._core.server_checks import eviction_policy_call, marker_call, policy_of
+from ctxstore._core.server_checks import eviction_policy_call, marker_call, marker_of, policy_of
 from ctxstore._core.state import StoreState
 from ctxstore.errors import CtxStoreError
 from ctxstore.models import Health
@@ -29,7 +27,7 @@ def ping(state: StoreState) -> Operation[Health]:
     outcomes: tuple[Any, ...] = tuple((yield calls))
     round_trip = time.perf_counter() - started
     raise_first_error(outcomes[:2])
-    marker = marker_from({name: text(value) for name, value in pairs(outcomes[1] or ()).items()})
+    marker = marker_of(outcomes[1])
     policy = None if isinstance(outcomes[2], CtxStoreError) else policy_of(outcomes[2])
     return Health(
         round_trip=round_trip,

@@ -27,14 +27,13 @@ from ctxstore._core.format.versions import (
     FORMAT,
     KeyspaceMarker,
     keyspace_format_error,
-    marker_from,
     release,
 )
 from ctxstore._core.ops.scanning import node_routes, scan_call
 from ctxstore._core.ops.sweep import glob_escaped
 from ctxstore._core.protocol import Call, Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
-from ctxstore._core.server_checks import marker_call
+from ctxstore._core.server_checks import marker_call, marker_of
 from ctxstore._core.state import StoreState
 from ctxstore.errors import ChatNotFoundError, CtxStoreError, ValidationError
 from ctxstore.models import MigrationFailure, MigrationProgress, MigrationReport
@@ -98,8 +97,7 @@ def _single(call: Call[Any]) -> Operation[Any]:
 
 
 def _read_marker(state: StoreState) -> Operation[KeyspaceMarker]:
-    reply = yield marker_call(state)
-    return marker_from({name: text(value) for name, value in pairs(reply or ()).items()})
+    return marker_of((yield marker_call(state)))
 
 
 def _mark(state: StoreState) -> Operation[None]:
