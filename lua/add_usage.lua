@@ -12,7 +12,8 @@
 -- ARGV[2] inc       the incarnation the caller knows, "" for any ("#<fence>" inside a turn)
 -- ARGV[3] request   the call's request id: a resent call (its reply lost) adds nothing again
 -- ARGV[4..] field, increment pairs ("u:<counter>" -> non-negative integer)
--- Reply: flat list of every usage field given and its value after this call
+-- Reply: flat list of every usage field given and its value after this call; a resent call's:
+--        {that list (the values now), 'resent'}
 -- Errors: NOT_FOUND when the chat does not exist, REPLACED, CORRUPT (a stored
 --         counter that is not a count), INVALID (a counter would pass 2^53: nothing is added).
 -- HINCRBY makes concurrent additions from many workers all count. Every counter is read and
@@ -32,7 +33,7 @@ return run(function()
       reply[#reply + 1] = ARGV[i]
       reply[#reply + 1] = redis.call('HGET', KEYS[1], ARGV[i]) or '0'
     end
-    return reply
+    return {reply, 'resent'}
   end
   check_fence(KEYS[1], fence)
   for i = FIRST_COUNTER_ARG, #ARGV, 2 do

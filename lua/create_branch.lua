@@ -24,7 +24,8 @@
 --                     the active one and that message its head (a compare-and-set: taking the
 --                     newest message off the active branch, as a framework's pop does, is then
 --                     one atomic step; "" as the head id: an empty branch)
--- Reply: {name, branch record, active branch, incarnation}
+-- Reply: {name, branch record, active branch, incarnation}; a resent call's:
+--        {that reply, 'resent'}
 -- Errors: NOT_FOUND (chat, message, checkpoint), CONFLICT (explicit name taken; head: the
 --         active branch is not the expected one, or its head moved),
 --         REPLACED, CORRUPT (a checkpoint that does not name the message at its position, a
@@ -40,7 +41,7 @@ return run(function()
   local active = text_field(KEYS[1], 'active_branch', fields[2])
   local prior = recall_request(KEYS[7], request_argument(ARGV[9]))
   if prior then
-    return {prior, redis.call('HGET', KEYS[5], prior) or '', active, inc}
+    return {{prior, redis.call('HGET', KEYS[5], prior) or '', active, inc}, 'resent'}
   end
   check_fence(KEYS[1], fence)
   if ARGV[10] ~= '' then

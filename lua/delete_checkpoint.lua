@@ -13,7 +13,7 @@
 -- ARGV[3] name         the checkpoint name
 -- ARGV[4] request      the call's request id: a resent call (its reply lost) answers like the
 --                      first one (1 when that one deleted the checkpoint)
--- Reply: 1 when it existed, 0 otherwise
+-- Reply: 1 when it existed, 0 otherwise; a resent call's: {the first call's reply, 'resent'}
 -- Errors: NOT_FOUND (chat), REPLACED.
 
 return run(function()
@@ -25,7 +25,7 @@ return run(function()
     if prior ~= '0' and prior ~= '1' then
       corrupt(KEYS[3], ARGV[4], 'not the summary of a checkpoint deletion')
     end
-    return tonumber(prior)
+    return {tonumber(prior), 'resent'}
   end
   check_fence(KEYS[1], fence)
   local deleted = redis.call('HDEL', KEYS[2], ARGV[3])

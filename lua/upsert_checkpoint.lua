@@ -15,7 +15,7 @@
 -- ARGV[5] now          epoch milliseconds
 -- ARGV[6] request      the call's request id: a resent call (its reply lost) answers with the
 --                      record the first one wrote instead of moving the checkpoint again
--- Reply: checkpoint record
+-- Reply: checkpoint record; a resent call's: {the first call's record, 'resent'}
 -- Errors: NOT_FOUND (chat, message), REPLACED, CORRUPT.
 
 return run(function()
@@ -24,7 +24,7 @@ return run(function()
   local ttl = chat_ttl(KEYS[1], fields[2])
   local prior = recall_request(KEYS[5], request_argument(ARGV[6]))
   if prior then
-    return prior
+    return {prior, 'resent'}
   end
   check_fence(KEYS[1], fence)
   local pos = require_position(KEYS[3], KEYS[2], inc, ARGV[4])

@@ -346,3 +346,146 @@ def test_an_engine_save_retried_after_a_lost_reply_is_resent(
         if span.name == "ctxstore save"
     ]
     assert outcomes == ["applied", "resent"]
+
+
+#: What the every-operation case leaves out of a user's handle: they make handles, not calls.
+_NOT_OPERATIONS = {"admin", "for_user"}
+
+
+def test_every_operation_of_a_users_handle_is_a_span_named_after_it(
+    url: str, namespace: str, spans: InMemorySpanExporter
+) -> None:
+    import inspect
+
+    from ctxstore.store.scoped import UserStore
+
+    with ctxstore.connect(url, namespace=namespace) as store:
+        alice = store.for_user("alice")
+        calls: dict[str, Any] = {}
+
+        def call(operation: str, /, *args: Any, **kwargs: Any) -> Any:
+            EXPORTER.clear()
+            try:
+                result = getattr(alice, operation)(*args, **kwargs)
+                if operation in ("export_chat", "read_stream"):
+                    result = list(result)
+            except ctxstore.errors.NotFoundError:  # a failed call is a span too
+                result = None
+            calls[operation] = [span.name for span in ours(spans, namespace)]
+            return result
+
+        call("upsert_chat", "c1")
+        call("open_chat", "c1")
+        head = call("append", "c1", "main", [{"role": "user", "content": "hi"}],
+                    expected_head=None).head_message_id  # fmt: skip
+        call("get_chat", "c1")
+        call("update_chat", "c1", title="A title")
+        call("list_chats")
+        call("list_chats_page")
+        call("load_branch", "c1")
+        call("get_branch", "c1")
+        call("list_branches", "c1")
+        call("branch_size", "c1")
+        call("get_chain", "c1", head)
+        call("get_message", "c1", head)
+        call("message_versions", "c1", head)
+        call("get_graph", "c1")
+        call("create_branch", "c1", head, name="side", activate=False)
+        call("set_active_branch", "c1", "main")
+        call("upsert_checkpoint", "c1", "cp", head)
+        call("get_checkpoint", "c1", "cp")
+        call("list_checkpoints", "c1")
+        call("branch_from_checkpoint", "c1", "cp", name="from-cp", activate=False)
+        call("delete_checkpoint", "c1", "cp")
+        call("write_summary", "c1", head, "a summary", tokens=2)
+        call("add_usage", "c1", {"prompt_tokens": 3, "completion_tokens": 4})
+        call("active_stream", "c1")
+        records = call("export_chat", "c1")
+        call("import_chat", records, chat_id="c2")
+        call("redact_message", "c1", head)
+        call("expire_chat", "c2", 3600)
+        call("read_stream", "c1", "1-1.abcdef")  # no such stream
+        call("delete_chat", "c2")
+    operations = {
+        name for name, _ in inspect.getmembers(UserStore, inspect.isfunction)
+        if not name.startswith("_") and name not in _NOT_OPERATIONS
+    }  # fmt: skip
+    assert set(calls) == operations  # a new operation needs its case here
+    missing = {name for name, seen in calls.items() if f"ctxstore {name}" not in seen}
+    assert not missing, {name: calls[name] for name in missing}
+
+
+def test_every_admin_operation_is_a_span_named_after_it(
+    url: str, namespace: str, spans: InMemorySpanExporter
+) -> None:
+    import inspect
+
+    from ctxstore.store.scoped import UserStore
+    from ctxstore.store.sync_store import AdminStore
+
+    handles = {"clear_cache", "close", "run"}  # a process's cache, the connection, the driver
+    with ctxstore.connect(url, namespace=namespace) as store:
+        admin = store.admin()
+        admin.upsert_chat("c1", "alice")
+        seen: dict[str, list[str]] = {}
+        for operation, run in (
+            ("ping", admin.ping),
+            ("verify_chat", lambda: admin.verify_chat("c1")),
+            ("sweep", admin.sweep),
+            ("migrate", admin.migrate),
+            ("export_user", lambda: list(admin.export_user("alice"))),
+            ("erase_user", lambda: admin.erase_user("alice")),
+            ("purge_namespace", lambda: admin.purge_namespace(confirm=namespace)),
+        ):
+            EXPORTER.clear()
+            run()
+            seen[operation] = [span.name for span in ours(spans, namespace)]
+    user_operations = {name for name, _ in inspect.getmembers(UserStore, inspect.isfunction)}
+    admin_only = {
+        name for name, _ in inspect.getmembers(AdminStore, inspect.isfunction)
+        if not name.startswith("_") and name not in user_operations and name not in handles
+    }  # fmt: skip
+    assert set(seen) == admin_only  # a new operation needs its case here
+    missing = {name: names for name, names in seen.items() if f"ctxstore {name}" not in names}
+    assert not missing
+
+
+def test_a_write_whose_reply_was_lost_is_resent_by_the_client_and_its_span_says_so(
+    redis_server: Any, namespace: str, spans: InMemorySpanExporter
+) -> None:
+    from tests.support.proxy import ReplyDroppingProxy
+
+    before = counter("ctxstore.resends")
+    with ReplyDroppingProxy("127.0.0.1", redis_server.port) as proxy:
+        url = f"redis://127.0.0.1:{proxy.port}/0"
+        with ctxstore.connect(url, namespace=namespace) as store:
+            admin = store.admin()
+            admin.upsert_chat("c1", "alice")
+            head = admin.append(
+                "c1", "main", [{"role": "user", "content": "a"}], expected_head=None
+            ).head_message_id
+            writes = {
+                "append": lambda: admin.append(
+                    "c1", "main", [{"role": "user", "content": "b"}], expected_head=None,
+                    on_conflict="rebase",
+                ),
+                "create_branch": lambda: admin.create_branch("c1", head, activate=False),
+                "upsert_checkpoint": lambda: admin.upsert_checkpoint("c1", "cp", head),
+                "delete_checkpoint": lambda: admin.delete_checkpoint("c1", "cp"),
+                "add_usage": lambda: admin.add_usage("c1", {"input_tokens": 5}),
+            }  # fmt: skip
+            outcomes: dict[str, list[str]] = {}
+            for name, write in writes.items():
+                write()  # the script is loaded, the write applied
+                EXPORTER.clear()
+                proxy.drop_next_reply()
+                write()
+                outcomes[name] = [
+                    span.attributes["ctxstore.outcome"]
+                    for span in ours(spans, namespace)
+                    if span.name == f"ctxstore {name}"
+                ]
+            assert proxy.dropped == len(writes)
+            assert admin.get_chat("c1").metadata["usage"]["input_tokens"] == 10
+    assert outcomes == {name: ["resent"] for name in writes}
+    assert counter("ctxstore.resends") == before + len(writes)

@@ -47,6 +47,8 @@ CHROMIUM_ENV = "CTXSTORE_CHROMIUM"
 CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome")
 #: Seconds each command, navigation or wait may take by default.
 DEFAULT_TIMEOUT = 15.0
+#: What the browser answers an evaluation that met a navigation in flight.
+_NAVIGATING = ("Inspected target navigated or closed", "Cannot find context with specified id")
 #: Seconds the browser may take to start; generous, for a loaded CI machine.
 STARTUP_TIMEOUT = 30.0
 #: Seconds each probe of a polling wait may take, however little of the wait is left: the
@@ -401,7 +403,9 @@ class Browser:
         the page shows after a timer, a fetch or a server-sent event.
 
         An expression that throws counts as not yet true (the element it reads may not exist
-        yet); the last error is in the :class:`TimeoutError` if the wait runs out.
+        yet), and so does one the browser could not run because the page was navigating (a
+        click on a link: the old document is gone, the new one not yet there); the last error
+        is in the :class:`TimeoutError` if the wait runs out.
         """
         deadline = time.monotonic() + timeout
         last: str = "it stayed falsy"
@@ -412,6 +416,10 @@ class Browser:
                 value = self.evaluate(expression, timeout=self._probe_timeout(deadline))
             except JavaScriptError as exc:
                 last = f"last error: {exc}"
+            except BrowserError as exc:
+                if not any(sign in str(exc) for sign in _NAVIGATING):
+                    raise
+                last = f"the page was navigating: {exc}"
             else:
                 if value:
                     return value

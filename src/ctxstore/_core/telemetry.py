@@ -207,6 +207,8 @@ class Watch:
         self.round_trips = 0
         self.scripts: list[str] = []
         self.outcome = "applied"
+        #: Set by :func:`resent`: a reply said the store had applied this call before.
+        self.resent = False
         self._started = time.perf_counter()
         attributes = dict(_server_attributes(state))
         attributes["db.operation.name"] = name
@@ -241,7 +243,7 @@ class Watch:
                 self.scripts.append(script)
 
     def finish(self, result: object) -> None:
-        self.outcome = outcome_of(result)
+        self.outcome = "resent" if self.resent else outcome_of(result)
         self._close(None)
 
     def fail(self, error: BaseException) -> None:
@@ -277,6 +279,27 @@ class Watch:
 
 #: The counter each outcome other than "applied" adds to (a rebase or a fork is a conflict too).
 _COUNTED = {"conflict": "conflicts", "rebased": "rebases", "forked": "forks", "resent": "resends"}
+
+
+def resent() -> None:
+    """The reply being read says the store had applied this call already (a resend after a
+    lost reply, answered from the chat's request ring): the operation's outcome is
+    ``resent``."""
+    found = _CURRENT.get()
+    if found is not None:
+        found.resent = True
+
+
+def recalled(reply: Any) -> Any:
+    """The reply of a script that answers a resent call as ``{reply, "resent"}`` (see its
+    contract): the reply, the resend told to the operation's span."""
+    if isinstance(reply, list) and len(reply) == 2 and reply[1] in _RESENT:
+        resent()
+        return reply[0]
+    return reply
+
+
+_RESENT = (b"resent", "resent")
 
 
 def outcome_of(result: object) -> str:
@@ -448,11 +471,15 @@ async def awatched_iter(
             yield item
 
 
-def watched_plan(state: Any, plan: Generator[Any, Any, T]) -> Generator[Any, Any, T]:
+def watched_plan(
+    state: Any, plan: Generator[Any, Any, T], name: str | None = None
+) -> Generator[Any, Any, T]:
     """``plan`` (a sweep, an import, an export read lazily...) traced as one operation named
-    after it: the operations it runs are its round trips. It is current while the plan works,
-    not while a value it emits is with its reader."""
-    name, chat_id = _named(plan)
+    ``name`` (default: after the plan's generator): the operations it runs are its round
+    trips. It is current while the plan works, not while a value it emits is with its
+    reader."""
+    found_name, chat_id = _named(plan)
+    name = name or found_name
     with watched(state, name, chat_id if isinstance(chat_id, str) else None) as found:
         if found is None:
             return (yield from plan)

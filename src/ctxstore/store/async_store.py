@@ -691,6 +691,7 @@ class AsyncStore(StoreShell):
                     user_id=self._owner(user_id, "read_stream"),
                     wait_ms=answer_stream.wait_ms_for(socket_timeout_of(self._client)),
                 ),
+                "read_stream",  # the plan is read_stream's inner generator
             ),
             self._perform,
         )

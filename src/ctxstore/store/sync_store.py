@@ -740,6 +740,7 @@ class Store(StoreShell):
                     user_id=self._owner(user_id, "read_stream"),
                     wait_ms=answer_stream.wait_ms_for(socket_timeout_of(self._client)),
                 ),
+                "read_stream",  # the plan is read_stream's inner generator
             ),
             self._perform,
         )

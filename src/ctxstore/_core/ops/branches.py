@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ctxstore._base.ids import check_name
+from ctxstore._core import telemetry
 from ctxstore._core.format.fields import corrupt, field_text, pairs
 from ctxstore._core.format.pointers import branch_info
 from ctxstore._core.ids import new_request_id
@@ -123,6 +124,7 @@ def _create_call(
     if name is not None:
         check_name(name, "branch name")
     script = load_script("create_branch")
+    parse = _one_branch(chat)
     return script_call(
         script,
         keys_for(script, chat),
@@ -137,7 +139,7 @@ def _create_call(
             new_request_id(),
             guard,
         ),
-        parse=_one_branch(chat),
+        parse=lambda reply: parse(telemetry.recalled(reply)),
         context=chat_context(chat.chat_id),
         writes=True,
     )

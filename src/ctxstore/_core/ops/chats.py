@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxstore._base.ids import check_key_id, check_name
+from ctxstore._core import telemetry
 from ctxstore._core.format.chat import METADATA_PREFIX, USAGE_KEY, USAGE_PREFIX, chat_meta
 from ctxstore._core.format.codec import encode
 from ctxstore._core.format.fields import field_count, pairs, text
@@ -266,7 +267,7 @@ def add_usage(
         args,
         parse=lambda reply: {
             name[len(USAGE_PREFIX) :]: field_count(value, chat.key("chat"), name)
-            for name, value in pairs(reply, chat.key("chat")).items()
+            for name, value in pairs(telemetry.recalled(reply), chat.key("chat")).items()
         },
         context=chat_context(chat_id),
         writes=True,

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ctxstore._base.ids import check_name
+from ctxstore._core import telemetry
 from ctxstore._core.format.fields import pairs
 from ctxstore._core.format.pointers import checkpoint_info
 from ctxstore._core.ids import new_request_id
@@ -37,7 +38,7 @@ def upsert_checkpoint(
         script,
         keys_for(script, chat),
         (*scope_args(user_id, incarnation), name, message_id, state.clock(), new_request_id()),
-        parse=lambda raw: checkpoint_info(name, raw, chat.key("checkpoint"))[0],
+        parse=lambda raw: checkpoint_info(name, telemetry.recalled(raw), chat.key("checkpoint"))[0],
         context=chat_context(chat_id),
         writes=True,
     )
@@ -111,7 +112,7 @@ def delete_checkpoint(
         script,
         keys_for(script, chat),
         (*scope_args(user_id, incarnation), name, new_request_id()),
-        parse=bool,
+        parse=lambda raw: bool(telemetry.recalled(raw)),
         context=chat_context(chat_id),
         writes=lambda deleted: deleted,
     )
