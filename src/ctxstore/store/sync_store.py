@@ -15,6 +15,7 @@ from redis.exceptions import ResponseError
 
 from ctxstore._base.plans import drive, performer, run_plan
 from ctxstore._core import telemetry
+from ctxstore._core.driving import Driven
 from ctxstore._core.failures import TRANSPORT_ERRORS
 from ctxstore._core.ops import append as append_ops
 from ctxstore._core.ops import (
@@ -38,8 +39,7 @@ from ctxstore._core.ops import sweep as sweeping
 from ctxstore._core.ops.sweep import DEFAULT_GRACE_MS, check_sweep_options
 from ctxstore._core.ops.transfer import exports, imports
 from ctxstore._core.ops.verify import chat as verify
-from ctxstore._core.protocol import Exchange, Operation, Outcome, WireCommand
-from ctxstore._core.server_checks import with_startup_checks
+from ctxstore._core.protocol import Operation, Outcome, WireCommand
 from ctxstore._core.state import StoreState
 from ctxstore.models import (
     AppendResult,
@@ -125,27 +125,18 @@ class Store(StoreShell):
 
     def run(self, operation: Operation[T]) -> T:
         """Drive a core operation to its result, one round trip per step."""
-        watch = telemetry.watch(self._state, operation)
-        if self._state.checks_due:
-            operation = with_startup_checks(self._state, operation)
-        exchange = Exchange(operation, self._state.durability)
+        driven = Driven(self._state, operation)
         try:
-            while not exchange.done:
-                if watch is not None:
-                    watch.step(exchange.scripts)
+            while not driven.done:
                 try:
-                    replies = self._send(exchange.request())
+                    replies = self._send(driven.request())
                 except TRANSPORT_ERRORS as error:
-                    raise exchange.fail(error) from error
-                exchange.respond(replies)
-            result = exchange.result
+                    raise driven.fail(error) from error
+                driven.respond(replies)
+            return driven.result()
         except BaseException as error:
-            if watch is not None:
-                watch.fail(error)
+            driven.failed(error)
             raise
-        if watch is not None:
-            watch.finish(result)
-        return result
 
     def _send(self, commands: list[WireCommand]) -> list[Outcome]:
         if len(commands) == 1 and self._line is not None:
