@@ -255,15 +255,16 @@ class Watch:
     def _close(self, error: BaseException | None) -> None:
         self.exit()
         span = self.span
-        ended: dict[str, Any] = {
-            "ctxstore.round_trips": self.round_trips,
-            "ctxstore.outcome": self.outcome,
-        }
-        if self.scripts:
-            ended["ctxstore.script"] = ",".join(self.scripts)
-        span.set_attributes(ended)
-        if error is not None:
-            _record_error(self.api, span, error)
+        if span.is_recording():  # an unsampled span keeps nothing: nothing is built for it
+            ended: dict[str, Any] = {
+                "ctxstore.round_trips": self.round_trips,
+                "ctxstore.outcome": self.outcome,
+            }
+            if self.scripts:
+                ended["ctxstore.script"] = ",".join(self.scripts)
+            span.set_attributes(ended)
+            if error is not None:
+                _record_error(self.api, span, error)
         span.end()
         self.api.duration.record(
             time.perf_counter() - self._started, _labels(self.name, self.outcome)

@@ -4,8 +4,8 @@ operations of the turn are its children. The chat id is on it (``gen_ai.conversa
 under the store's rule for chat ids on spans (``Settings.trace_chat_ids``, else its HMAC under
 ``trace_key``, else absent). Nothing of the messages' text is.
 
-The model calls themselves are traced by the model client (litellm's own OpenTelemetry
-callback), as children of this span when it is set up.
+ctxstore makes no span of a model call: that is the model client's to trace (litellm has an
+OpenTelemetry callback). The call runs while this span is current.
 """
 
 from __future__ import annotations
