@@ -139,6 +139,13 @@ def active() -> _Otel | None:
     return api
 
 
+def tracing() -> bool:
+    """Whether a tracer provider is configured: what a caller asks before it builds a span's
+    attributes."""
+    api = otel()
+    return api is not None and api.tracing()
+
+
 #: The operation being traced in this context: a plan's steps count as its round trips.
 _CURRENT: contextvars.ContextVar[Watch | None] = contextvars.ContextVar(
     "ctxstore_operation", default=None

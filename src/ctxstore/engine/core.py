@@ -17,7 +17,7 @@ merged once, the active branch loaded) in the same script as its own work where 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from contextlib import AbstractContextManager
+from contextlib import AbstractContextManager, nullcontext
 from dataclasses import replace
 from typing import Any, TypeVar, get_args
 
@@ -149,6 +149,8 @@ class EngineCore:
     def traced(self, name: str) -> AbstractContextManager[Any]:
         """The span of the engine's ``name`` (``ctxstore engine.resolve``...): the store
         operations it runs are its children."""
+        if not telemetry.tracing():
+            return nullcontext()
         return telemetry.span(
             f"ctxstore engine.{name}", telemetry.chat_attributes(self._state, self.chat_id)
         )

@@ -24,6 +24,8 @@ _ENDED = ("done", "stopped", "failed")
 
 def turn_span(core: EngineCore, plan: ChatPlan) -> telemetry.Opened | None:
     """The turn's span, started (None when tracing is off)."""
+    if not telemetry.tracing():
+        return None
     model = plan.model
     attributes: dict[str, Any] = {
         "gen_ai.operation.name": "chat",
