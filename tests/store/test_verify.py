@@ -479,3 +479,46 @@ def test_a_write_between_read_and_repair_is_kept(
     assert "alias" in report.repaired
     assert sync_store.get_message("c1", "late")["message"] == user("g")
     assert sync_store.get_message("c1", "m1")["message"] == user("a")
+
+
+def write_before_step(operation: Operation[Any], number: int, write: Callable[[], None]) -> Any:
+    """``operation``, with ``write`` run just before its round trip number ``number`` (0 the
+    first) is sent."""
+    sent = 0
+    step = next(operation)
+    while True:
+        if sent == number:
+            write()
+        sent += 1
+        try:
+            outcome = yield step
+        except CtxStoreError as error:
+            step = operation.throw(error)
+            continue
+        try:
+            step = operation.send(outcome)
+        except StopIteration as stop:
+            return stop.value
+
+
+def test_a_write_between_the_reads_of_a_check_is_no_problem(
+    sync_store: ctxstore.Store, backend: str, namespace: str
+) -> None:
+    """The chat hash and the index scores come in two round trips; a write between them moves
+    the chat forward in its indexes, and the check reads again instead of reporting a stale
+    index."""
+    import time
+
+    build_chat(sync_store)
+
+    def append() -> None:
+        time.sleep(0.003)  # a later updated_at, so the index entries move
+        with ctxstore.connect(backend, namespace=namespace).admin() as other:
+            head = other.get_branch("c1", "main").head_message_id
+            other.append("c1", "main", [user("between")], expected_head=head)
+
+    report = sync_store.run(
+        write_before_step(verify.verify_chat(sync_store.state, "c1"), 1, append)
+    )
+    assert report.problems == ()
+    assert report.ok

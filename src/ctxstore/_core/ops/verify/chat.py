@@ -141,15 +141,16 @@ def _index_keys(state: StoreState, owner: str | None) -> tuple[str, ...]:
 def _record_calls(
     state: StoreState, keys: ChatKeys, length: int, indexes: Sequence[str], record: str
 ) -> tuple[Call[Any], ...]:
-    """LRANGEs of at most ``read_chunk_messages`` records, the incarnation, the index scores,
-    the chat's entry in its owner's ``record``."""
+    """LRANGEs of at most ``read_chunk_messages`` records, the incarnation and ``updated_at``
+    (a write since the first read moved them, and maybe the index scores: read again), the
+    index scores, the chat's entry in its owner's ``record``."""
     log, chat = keys.key("log"), keys.key("chat")
     chunk = state.limits.read_chunk_messages
     calls: list[Call[Any]] = [
         command_call(("LRANGE", log, start, min(start + chunk, length) - 1), keys=(log,))
         for start in range(0, length, chunk)
     ]
-    calls.append(command_call(("HGET", chat, "inc"), keys=(chat,)))
+    calls.append(command_call(("HMGET", chat, "inc", "updated_at"), keys=(chat,)))
     calls += [command_call(("ZSCORE", index, keys.chat_id), keys=(index,)) for index in indexes]
     calls.append(command_call(("HGET", record, keys.chat_id), keys=(record,)))
     return tuple(calls)
@@ -181,12 +182,12 @@ def _read(state: StoreState, keys: ChatKeys) -> Operation[_Snapshot]:
         tail = yield _record_calls(state, keys, int(length), indexes, _owner_record(state, owner))
         raise_first_error(tail)
         tail, recorded = tail[:-1], tail[-1]
-        chunks, inc, scores = (
+        chunks, (inc, updated), scores = (
             tail[: -len(indexes) - 1],
             tail[-len(indexes) - 1],
             tail[-len(indexes) :],
         )
-        if inc != chat.get("inc"):
+        if inc != chat.get("inc") or updated != chat.get("updated_at"):
             continue
         return _Snapshot(
             keys=keys,
