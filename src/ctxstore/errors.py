@@ -29,6 +29,7 @@ The tree::
     ├── PermissionDeniedError          what a user's handle may not do
     ├── CorruptionError
     ├── FormatError                    another release's storage format, not read here
+    ├── KeyUnavailableError            what opens a sealed record is gone (a user erased)
     ├── LimitExceededError
     └── BackendError
         ├── BackendUnavailableError    refused or dropped connection, cluster down
@@ -208,6 +209,13 @@ class FormatError(CtxStoreError):
     intact and the release named in the message reads it. Details: ``found`` (the format met),
     ``reads`` (the formats this release reads), ``release`` (this release) and ``install``
     (the release that reads ``found``, when the keyspace marker names it)."""
+
+
+class KeyUnavailableError(CtxStoreError):
+    """A sealed record's key cannot be had: the key provider no longer holds what unwraps it
+    (its user was erased, which destroys the key for good; or its key-encryption key was
+    removed from the provider). Not corruption: nothing opens it, by design. Details:
+    ``subject`` (the user) and ``key_id``."""
 
 
 class LimitExceededError(CtxStoreError):

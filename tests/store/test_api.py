@@ -129,6 +129,8 @@ COLD_START_HEAVY = ("pydantic", "ctxstore.store.async_store", "fakeredis", "lite
 def test_import_ctxstore_loads_only_the_error_classes() -> None:
     """Serverless functions pay for imports on every cold start: the package loads lazily."""
     assert loaded_after("import ctxstore", (*COLD_START_HEAVY, "redis", "msgpack")) == []
+    # Nor the optional extras' libraries (redis-py itself imports cryptography, later).
+    assert loaded_after("import ctxstore", ("cryptography", "opentelemetry")) == []
     # Nor the import machinery's heavier parts (importlib.abc loads importlib.resources,
     # pathlib and tempfile: tens of milliseconds; importlib.util loads importlib._abc).
     heavier = ("importlib.resources", "importlib.util", "pathlib", "tempfile")
