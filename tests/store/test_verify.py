@@ -441,15 +441,18 @@ def test_problems_name_the_key_and_field(sync_store: ctxstore.Store, backend: st
 # --- repairs never erase a concurrent write ---------------------------------------------------
 
 
-def write_before_repair(operation: Operation[Any], write: Callable[[], None]) -> Operation[Any]:
-    """``operation``, with ``write`` run just before its first repair script is sent."""
+def write_before(
+    operation: Operation[Any], when: Callable[[int, Any], bool], write: Callable[[], None]
+) -> Operation[Any]:
+    """``operation``, with ``write`` run once, just before the first step (its number, from 0,
+    and the step) that ``when`` picks is sent."""
     pending = True
-    step = next(operation)
+    number, step = 0, next(operation)
     while True:
-        if pending and isinstance(step, Call) and step.script is not None:
-            assert step.script.name == "repair_chat"
+        if pending and when(number, step):
             write()
             pending = False
+        number += 1
         try:
             outcome = yield step
         except CtxStoreError as error:
@@ -459,6 +462,18 @@ def write_before_repair(operation: Operation[Any], write: Callable[[], None]) ->
             step = operation.send(outcome)
         except StopIteration as stop:
             return stop.value
+
+
+def write_before_repair(operation: Operation[Any], write: Callable[[], None]) -> Operation[Any]:
+    """``operation``, with ``write`` run just before its first repair script is sent."""
+
+    def repairing(_number: int, step: Any) -> bool:
+        if isinstance(step, Call) and step.script is not None:
+            assert step.script.name == "repair_chat"
+            return True
+        return False
+
+    return write_before(operation, repairing, write)
 
 
 def test_a_write_between_read_and_repair_is_kept(
@@ -481,26 +496,6 @@ def test_a_write_between_read_and_repair_is_kept(
     assert sync_store.get_message("c1", "m1")["message"] == user("a")
 
 
-def write_before_step(operation: Operation[Any], number: int, write: Callable[[], None]) -> Any:
-    """``operation``, with ``write`` run just before its round trip number ``number`` (0 the
-    first) is sent."""
-    sent = 0
-    step = next(operation)
-    while True:
-        if sent == number:
-            write()
-        sent += 1
-        try:
-            outcome = yield step
-        except CtxStoreError as error:
-            step = operation.throw(error)
-            continue
-        try:
-            step = operation.send(outcome)
-        except StopIteration as stop:
-            return stop.value
-
-
 def test_a_write_between_the_reads_of_a_check_is_no_problem(
     sync_store: ctxstore.Store, backend: str, namespace: str
 ) -> None:
@@ -518,7 +513,7 @@ def test_a_write_between_the_reads_of_a_check_is_no_problem(
             other.append("c1", "main", [user("between")], expected_head=head)
 
     report = sync_store.run(
-        write_before_step(verify.verify_chat(sync_store.state, "c1"), 1, append)
+        write_before(verify.verify_chat(sync_store.state, "c1"), lambda n, _s: n == 1, append)
     )
     assert report.problems == ()
     assert report.ok

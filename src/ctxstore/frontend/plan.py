@@ -109,7 +109,7 @@ class ChatPlan:
         self._buffer = StreamBuffer(engine, request.stream.writer_ttl_ms)
         self._context: list[dict[str, Any]] = []
         self._usage: list[dict[str, int]] = []
-        self._finish_reason = "other"
+        #: Why each model call ended, in order: the last one is the answer's.
         self._finish_reasons: list[str] = []
         self._static_title: str | None = None
         self._title_started = False
@@ -308,7 +308,6 @@ class ChatPlan:
             yield from self._emit(ui_chunk)
         if reader.usage is not None:
             self._usage.append(normalize_usage(reader.usage))
-        self._finish_reason = reader.finish
         self._finish_reasons.append(reader.finish)
         runs: list[ToolRun] = []
         for call in reader.calls.values():
@@ -387,7 +386,8 @@ class ChatPlan:
             final += self._transformed(
                 {"type": "message-metadata", "messageMetadata": {"ctxstore": metadata}}
             )
-        finish: dict[str, Any] = {"type": "finish", "finishReason": self._finish_reason}
+        reason = self._finish_reasons[-1] if self._finish_reasons else "other"
+        finish: dict[str, Any] = {"type": "finish", "finishReason": reason}
         if finish_metadata:
             finish["messageMetadata"] = finish_metadata
         final += self._transformed(finish)
