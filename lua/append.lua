@@ -37,6 +37,12 @@
 --                      could be a resend (the head moved on, or chosen ids)
 --   call.trace         the caller's W3C traceparent ("" for none): carried by the compaction
 --                      job this append enqueues, so the worker's span joins the save's trace
+--   call.seal          "" for records in the clear (a chat of FORMAT); for sealed records (a
+--                      chat of SEALED_FORMAT) the place the client sealed them for, the layout
+--                      "<inc>:<first position>:<parent of the first>" then ":<i>=<parent>" for
+--                      each later message i (1-based) whose parent is not the position before
+--                      it. A layout other than the one this call would write fails RESEAL with
+--                      the right one, before any write: the client seals for it and calls again.
 -- ARGV[2] chosen     the messages' chosen ids, tab-separated ("" in a slot: generate one)
 -- ARGV[3] tokens     TOK_WIDTH bytes per message: its flags and the chain's tokens through it,
 --                    computed by the client as if the chain before the first message held
@@ -76,12 +82,14 @@
 -- after it) at or past soft_tokens sets the chat's `cjob` marker "<summary position>\t<now>",
 -- unless one is set and younger than job_ttl: one pending job per chat, decided atomically
 -- here. write_summary clears it.
--- Errors: NOT_FOUND (chat, branch, the expected head when forking), CONFLICT (head moved and
+-- Errors: RESEAL {layout} (sealed records sealed for another place: see call.seal), SEALED (records
+--         in the clear for a sealed chat), NOT_FOUND (chat, branch, the expected head when
+--         forking), CONFLICT (head moved and
 --         on_conflict=raise; message id exists and on_existing=raise; lease_lost: the turn's
 --         fencing token is stale; request_reused: the request id was used by a write of other
 --         messages), INVALID (duplicate or reserved ids), REPLACED,
 --         CORRUPT (anything read that is malformed, a head that is not the message its branch
---         record names: checked before any write).
+--         record names, sealed records for a chat in the clear: checked before any write).
 --
 -- on_conflict: raise reports the current head; rebase chains onto the current head; fork writes
 -- onto a new auto-named branch that starts at `expected` (not activated: the other writer's branch
@@ -158,10 +166,11 @@ return run(function()
   local chat, log, alias, runs, branch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
   local reqs, tok, summary_key = KEYS[6], KEYS[7], KEYS[8]
   local user, known_inc, target, expected, on_conflict, on_existing, now, request, chat_id,
-        index_owner, soft_tokens, job_ttl, keep, token_base, digest, recall, trace =
+        index_owner, soft_tokens, job_ttl, keep, token_base, digest, recall, trace, seal =
     string.match(ARGV[1],
       '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(%d+)\t([^\t]*)\t' ..
-      '([^\t]*)\t([^\t]*)\t(%d*)\t(%d*)\t(%d*)\t(%d+)\t([%w_%-]*)\t(1?)\t([%x%-]*)$')
+      '([^\t]*)\t([^\t]*)\t(%d*)\t(%d*)\t(%d*)\t(%d+)\t([%w_%-]*)\t(1?)\t([%x%-]*)\t' ..
+      '([%w:=%-]*)$')
   if not user then
     fail('INVALID', {reason = 'malformed call fields'})
   end
@@ -180,7 +189,7 @@ return run(function()
 
   local owner, inc, fields, fence = open_chat(chat, user, known_inc,
                                               {'updated_at', 'message_count', 'req_slot', 'cjob',
-                                               'ttl', 'active_branch', 'title'}, true)
+                                               'ttl', 'active_branch', 'title', 'fmt'}, true)
   if target == '' then
     target = text_field(chat, 'active_branch', fields[6])
   end
@@ -203,6 +212,15 @@ return run(function()
     end
   end
   check_fence(chat, fence)
+  local sealed = fields[8] == SEALED_FORMAT
+  if sealed and seal == '' then
+    fail('SEALED', {})
+  elseif seal ~= '' and not sealed then
+    corrupt(chat, 'fmt', 'a chat written without encryption, which a store with encryption '
+            .. 'refuses (docs/encryption.md)')
+  end
+  -- The place each record lands: its parent, for the layout a sealed call must match.
+  local layout = {}
   local ttl = chat_ttl(chat, fields[5])
   local message_count = number_field(chat, 'message_count', fields[2])
   local length = redis.call('LLEN', log)
@@ -299,6 +317,7 @@ return run(function()
   local passthrough = not any_chosen
   if passthrough then
     local head_record = given[first_record]
+    layout[1] = cursor
     if cursor < 0 or cursor ~= first - 1 then
       new_runs = {first, first .. ':' .. cursor .. ':' .. (cursor_depth + 1)}
       head_record = rewritten(head_record, cursor, false, '')
@@ -379,6 +398,11 @@ return run(function()
     end
     cursor_tokens = entry(i, cursor_tokens)
     head_tokens = cursor_tokens
+    if i == 1 then
+      layout[1] = cursor
+    elseif cursor ~= pos - 1 then
+      layout[#layout + 1] = i .. '=' .. cursor
+    end
     if cursor < 0 or cursor ~= pos - 1 then
       new_runs[#new_runs + 1] = pos
       new_runs[#new_runs + 1] = pos .. ':' .. cursor .. ':' .. cursor_depth
@@ -402,6 +426,12 @@ return run(function()
   end
   if #new_branches > 0 then
     check_branch_counters(chat)
+  end
+  if sealed then
+    local landing = inc .. ':' .. first .. ':' .. table.concat(layout, ':')
+    if landing ~= seal then
+      fail('RESEAL', {layout = landing})
+    end
   end
 
   -- Phase 2: write.

@@ -25,7 +25,9 @@
 -- ARGV[8] ttl           the chat's retention in milliseconds, "" for none
 -- ARGV[9] counts        "messages\taliases\truns\tbranches\tcheckpoints\tsummaries" the staging
 --                       keys must hold
--- ARGV[10..] field, value pairs of metadata ("m:<key>" -> msgpack) and usage ("u:<counter>")
+-- ARGV[10] format       FORMAT, or SEALED_FORMAT for an import by a store with encryption (its
+--                       records sealed by the client for this incarnation)
+-- ARGV[11..] field, value pairs of metadata ("m:<key>" -> msgpack) and usage ("u:<counter>")
 -- Reply: the flat HGETALL of the chat hash
 -- Errors: CONFLICT chat_exists (a chat has this id: nothing is written), CONFLICT import_lost
 --         (the staging keys do not hold what the import sent: they expired or a chunk is
@@ -51,7 +53,8 @@ return run(function()
   if not is_key_id(user) or not string.find(inc, '^[a-z2-7]+$')
       or not string.find(created_at, '^%d+$') or not string.find(updated_at, '^%d+$')
       or not is_utf8(active) or not (ARGV[6] == '0' or ARGV[6] == '1') or not is_utf8(ARGV[7])
-      or not string.find(ARGV[8], '^%d*$') or #counts ~= 6 or #ARGV % 2 ~= 1 then
+      or not string.find(ARGV[8], '^%d*$') or #counts ~= 6 or #ARGV % 2 ~= 0
+      or (ARGV[10] ~= FORMAT and ARGV[10] ~= SEALED_FORMAT) then
     fail('INVALID', {reason = 'malformed import arguments'})
   end
   local messages = tonumber(counts[1])
@@ -80,7 +83,7 @@ return run(function()
     end
   end
   redis.call('DEL', KEYS[9])
-  redis.call('HSET', chat, 'user_id', user, 'fmt', FORMAT, 'inc', inc, 'created_at', created_at,
+  redis.call('HSET', chat, 'user_id', user, 'fmt', ARGV[10], 'inc', inc, 'created_at', created_at,
              'updated_at', updated_at, 'active_branch', active, 'message_count', messages,
              'branch_count', tonumber(counts[4]), 'branch_seq', tonumber(counts[4]),
              'checkpoint_seq', tonumber(counts[5]))
@@ -90,9 +93,9 @@ return run(function()
   if ARGV[8] ~= '' then
     redis.call('HSET', chat, 'ttl', ARGV[8])
   end
-  if #ARGV > 9 then
+  if #ARGV > 10 then
     local fields = {}
-    for i = 10, #ARGV do
+    for i = 11, #ARGV do
       fields[#fields + 1] = ARGV[i]
     end
     in_slices('HSET', chat, fields)

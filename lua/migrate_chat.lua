@@ -2,7 +2,8 @@
 -- migrate, docs/compatibility.md). Idempotent: a chat in that format already is left as it is.
 -- KEYS[1] chat        chat hash
 -- ARGV[1] target      the format to bring it to: this release's (anything else is INVALID)
--- Reply: {the format it was in, "current" (nothing written) | "upgraded"}
+-- Reply: {the format it was in, "current" (nothing written) | "upgraded"}; a sealed chat
+--        (SEALED_FORMAT: format FORMAT with sealed values) is current.
 -- Errors: NOT_FOUND (no such chat), FORMAT (a format this release does not read or cannot
 --         upgrade from), CORRUPT (its identity is broken); nothing is written on any error.
 -- An upgrade that rewrites more of the chat's keys declares them here, after KEYS[1].
@@ -18,7 +19,7 @@ return run(function()
   end
   open_chat(KEYS[1], '', '')  -- owner, format (FORMAT error) and incarnation checked
   local found = redis.call('HGET', KEYS[1], 'fmt')
-  if found == FORMAT then
+  if found == FORMAT or found == SEALED_FORMAT then
     return {found, 'current'}
   end
   local upgrade = UPGRADES[found]

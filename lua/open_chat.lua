@@ -28,7 +28,9 @@
 -- ARGV[14] chat_id   the chat's id, as the owner record names it
 -- ARGV[15] recorded  "1" when the caller added the chat to its owner record already (a
 --                    Cluster, where the record lives in another slot), else "0"
--- ARGV[16..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
+-- ARGV[16] format   the format of a chat this call creates: FORMAT, or SEALED_FORMAT for a
+--                    store with encryption (its records sealed by the client)
+-- ARGV[17..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
 -- Reply: {-1} when the call would create the chat and neither KEYS[10] is given nor ARGV[15]
 --         is "1": nothing is written; the caller records the chat in its owner record and
 --         calls again (a chat's first key never exists before its owner record names it).
@@ -44,7 +46,7 @@
 -- This is upsert_chat, and the first call of a context engine: the owner check, the metadata
 -- merge and the read of the conversation happen in one script, one round trip.
 
-local FIRST_METADATA_ARG = 16
+local FIRST_METADATA_ARG = 17
 
 return run(function()
   local chat, now = KEYS[1], tonumber(ARGV[2])
@@ -56,6 +58,9 @@ return run(function()
   local load = ARGV[4]
   if load == '2' then
     load = redis.call('ZCARD', KEYS[5]) > 0 and '0' or '1'
+  end
+  if ARGV[16] ~= FORMAT and ARGV[16] ~= SEALED_FORMAT then
+    fail('INVALID', {reason = 'a chat is created in format ' .. FORMAT .. ' or ' .. SEALED_FORMAT})
   end
   local exists = redis.call('EXISTS', chat) == 1
   if exists then
@@ -110,7 +115,7 @@ return run(function()
   end
   if not exists then
     created = 1
-    redis.call('HSET', chat, 'user_id', ARGV[1], 'fmt', FORMAT, 'inc', inc,
+    redis.call('HSET', chat, 'user_id', ARGV[1], 'fmt', ARGV[16], 'inc', inc,
                'created_at', now, 'updated_at', now, 'active_branch', 'main',
                'message_count', 0, 'branch_count', 0, 'branch_seq', 0, 'checkpoint_seq', 0)
     create_branch(chat, KEYS[4], 'main', -1, '', 0, now)

@@ -93,6 +93,27 @@ def clock() -> Clock:
     return Clock()
 
 
+#: ``CTXSTORE_TEST_ENCRYPTION=1``: the store, sync_store and engine fixtures connect with
+#: ``encryption=`` (one in-memory key provider for the session), so the behaviour suites run
+#: on sealed chats (a pass of .ci/run, as the Valkey one).
+ENCRYPTION_ENV = "CTXSTORE_TEST_ENCRYPTION"
+ENCRYPTED = os.environ.get(ENCRYPTION_ENV, "").strip() not in ("", "0")
+_PROVIDER: list[Any] = []
+
+
+def encryption_options() -> dict[str, Any]:
+    """``{"encryption": <the session's provider>}`` in the encrypted pass, else nothing."""
+    if not ENCRYPTED:
+        return {}
+    if not _PROVIDER:
+        from ctxstore.crypto import LocalKeyProvider
+
+        _PROVIDER.append(
+            LocalKeyProvider.from_keys({"kek-test": bytes(range(32))}, current="kek-test")
+        )
+    return {"encryption": _PROVIDER[0]}
+
+
 #: The shells the store fixture runs each test through. They share one logic core and send the
 #: same commands, so a Valkey run (what differs there is the server) takes the sync one only.
 SHELLS = ("sync", "async") if servers.server_kind() == "redis" else ("sync",)
@@ -111,11 +132,15 @@ def store(
     operator, with or without ``user_id``; what the plain store and a user's handle allow is
     tested on its own (tests/store/test_scopes.py)."""
     if request.param == "sync":
-        sync_store = ctxstore.connect(backend, namespace=namespace, clock=clock)
+        sync_store = ctxstore.connect(
+            backend, namespace=namespace, clock=clock, **encryption_options()
+        )
         yield sync_store.admin()
         sync_store.close()
         return
-    async_store = ctxstore.connect_async(backend, namespace=namespace, clock=clock)
+    async_store = ctxstore.connect_async(
+        backend, namespace=namespace, clock=clock, **encryption_options()
+    )
     yield SyncOverAsync(async_store.admin(), loop_thread)
     loop_thread.run(async_store.close())
 
@@ -123,7 +148,7 @@ def store(
 @pytest.fixture
 def sync_store(backend: str, namespace: str, clock: Clock) -> Iterator[ctxstore.AdminStore]:
     """The sync shell only (tests about transport details), as its ``admin()`` handle."""
-    opened = ctxstore.connect(backend, namespace=namespace, clock=clock)
+    opened = ctxstore.connect(backend, namespace=namespace, clock=clock, **encryption_options())
     yield opened.admin()
     opened.close()
 

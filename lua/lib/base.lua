@@ -5,9 +5,12 @@
 -- Relies on: nothing (Redis's own redis and cjson).
 
 -- The storage format this release writes, and the formats it reads: its own and the one
--- before (format 2 is the first kept). ctxstore/_core/format/versions.py keeps the same two.
+-- before (format 2 is the first kept), and SEALED_FORMAT: format 2 with its values sealed by the
+-- client (a chat of a store with encryption; docs/encryption.md). ctxstore/_core/format/
+-- versions.py keeps the same three.
 local FORMAT = '2'
-local FORMATS_READ = {['2'] = true}
+local SEALED_FORMAT = '3'
+local FORMATS_READ = {['2'] = true, ['3'] = true}
 -- Every record ends with a 6-character random tag (msgpack fixstr: 7 bytes).
 local TAG_LENGTH = 6
 

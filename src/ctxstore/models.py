@@ -343,6 +343,7 @@ ERASED_KINDS = (
     "answer stream entries",
     "index entries",
     "owner record entries",
+    "data keys",
     "compaction jobs",
     "dead letters",
     "worker records",

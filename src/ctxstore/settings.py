@@ -24,6 +24,7 @@ from datetime import timedelta
 from typing import Any, Final, Literal, get_args
 
 from ctxstore._base.ids import check_key_prefix
+from ctxstore.crypto.provider import KeyProvider
 from ctxstore.errors import ConfigurationError, ValidationError
 from ctxstore.messages.redaction import DEFAULT_REDACTION_MARKER
 from ctxstore.messages.tokens import TokenCounter
@@ -154,7 +155,10 @@ class Settings:
     checked against that client's signature by ``connect()``. ``trace_chat_ids`` puts chat ids
     on the OpenTelemetry spans (``ctxstore.chat``, ``gen_ai.conversation.id``); without it a
     span carries an HMAC-SHA256 of the id under ``trace_key`` (bytes or text), or no chat at
-    all when no key is set (docs/observability.md).
+    all when no key is set (docs/observability.md). ``encryption`` (a
+    :class:`~ctxstore.crypto.KeyProvider`) seals message payloads and metadata on the client,
+    each under its owner's data key and bound to its place, in chats of the sealed format
+    (docs/encryption.md); None stores them in the clear.
     """
 
     namespace: str | None = None
@@ -172,6 +176,7 @@ class Settings:
     redis_options: Mapping[str, Any] = field(default_factory=dict)
     trace_chat_ids: bool = False
     trace_key: str | bytes | None = field(default=None, repr=False)
+    encryption: KeyProvider | None = None
 
     def __post_init__(self) -> None:
         check_key_prefix(self.prefix, "prefix", allow_colon=True)
@@ -215,6 +220,11 @@ class Settings:
         if not isinstance(self.redis_options, Mapping):
             raise ConfigurationError(f"redis_options must be a mapping, got {self.redis_options!r}")
         check_trace_options(self.trace_chat_ids, self.trace_key)
+        if self.encryption is not None and not isinstance(self.encryption, KeyProvider):
+            raise ConfigurationError(
+                "encryption must be a KeyProvider (current_key_id, wrap, unwrap, destroy), such "
+                f"as ctxstore.crypto.LocalKeyProvider, got {self.encryption!r}"
+            )
 
     @property
     def ttl_ms(self) -> int | None:

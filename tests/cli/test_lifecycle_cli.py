@@ -169,11 +169,11 @@ def test_migrate_lists_the_chats_it_could_not_migrate_and_exits_1(
 ) -> None:
     seed_bob(memory_url, namespace)
     with ctxstore.connect(memory_url, namespace=namespace).admin() as store:
-        store.client.hset(store.state.keyspace.chat("bobs").key("chat"), "fmt", "3")
+        store.client.hset(store.state.keyspace.chat("bobs").key("chat"), "fmt", "4")
     code, out, _err = run(*store_args(memory_url, namespace), "migrate")
     assert code == 1
     assert "1 failed" in out
-    assert "\n  bobs: chat 'bobs' is stored in format 3, which ctxstore" in out
+    assert "\n  bobs: chat 'bobs' is stored in format 4, which ctxstore" in out
 
 
 def test_migrate_on_a_terminal_shows_a_progress_bar(

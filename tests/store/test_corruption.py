@@ -692,7 +692,7 @@ def test_corrupt_data_is_a_corruption_error_naming_it_and_nothing_is_written(
     assert not problems, "\n".join(problems)
 
 
-@pytest.mark.parametrize(("found", "advice"), [("1", "older release"), ("3", "newer release")])
+@pytest.mark.parametrize(("found", "advice"), [("1", "older release"), ("4", "newer release")])
 def test_a_chat_of_another_format_is_a_format_error_naming_both_and_nothing_is_written(
     store: Any, client: Any, namespace: str, backend: str, found: str, advice: str
 ) -> None:
@@ -732,7 +732,7 @@ def test_verify_reports_another_formats_chat_and_repairs_nothing(
     sync_store: ctxstore.Store, client: Any, namespace: str
 ) -> None:
     chat = build(sync_store)
-    hset("fmt", "3")(client, chat)
+    hset("fmt", "4")(client, chat)
     before = snapshot_of(client, f"ctx:{namespace}")
     report = sync_store.verify_chat(CHAT, repair=True)
     assert [p.kind for p in report.problems if p.field == "fmt"] == ["format"]

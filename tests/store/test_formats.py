@@ -18,9 +18,11 @@ from ctxstore._core.format import portable, versions
 from ctxstore.worker import Worker
 from tests.support.formats import (
     FIXTURE_TIME,
+    SEALED_NAMESPACE,
     build,
     clock_from,
     fixture_path,
+    fixture_provider,
     iter_formats,
     load_keys,
     read_lines,
@@ -66,24 +68,35 @@ def test_the_export_format_this_release_reads_has_a_fixture() -> None:
         assert exported[0]["version"] == portable.FORMAT_VERSION
 
 
-def loaded(backend: str, namespace: str, format_: str) -> tuple[Any, dict[str, Any]]:
+def loaded(
+    backend: str, namespace: str, format_: str, keys: Path
+) -> tuple[Any, dict[str, Any], dict[str, Any]]:
     """The fixture of ``format_`` loaded into ``namespace``, an admin store on it whose clock
-    goes on after the fixture's, and the recorded ids and reads."""
+    goes on after the fixture's, the recorded ids and reads, and where it was loaded (the
+    settings a worker takes). A sealed format's fixture is loaded under a key prefix of its own
+    in the namespace it was written in (its records are bound to it), with a copy of its keys
+    (in ``keys``)."""
+    provider = fixture_provider(format_, keys)
+    where: dict[str, Any] = {"prefix": "ctx", "namespace": namespace, "encryption": provider}
+    if provider is not None:
+        where.update(prefix=f"t{namespace}", namespace=SEALED_NAMESPACE)
     client = raw_client(backend)
-    load_keys(client, f"ctx:{namespace}", read_lines(format_))
+    load_keys(client, f"{where['prefix']}:{where['namespace']}", read_lines(format_))
     client.close()
     store = ctxstore.connect(
-        backend, namespace=namespace, clock=clock_from(FIXTURE_TIME + 10**6), estimate_tokens=len
+        backend, clock=clock_from(FIXTURE_TIME + 10**6), estimate_tokens=len, **where
     )
-    return store, json.loads(reads_path(format_).read_text())
+    return store, json.loads(reads_path(format_).read_text()), where
 
 
 FORMATS = sorted(iter_formats())
 
 
 @pytest.mark.parametrize("format_", FORMATS)
-def test_a_fixture_reads_as_it_did(backend: str, namespace: str, format_: str) -> None:
-    store, recorded = loaded(backend, namespace, format_)
+def test_a_fixture_reads_as_it_did(
+    backend: str, namespace: str, format_: str, tmp_path: Path
+) -> None:
+    store, recorded, _where = loaded(backend, namespace, format_, tmp_path)
     with store:
         found = reads(store.admin(), recorded["ids"])
     differ = [name for name in recorded["reads"] if found.get(name) != recorded["reads"][name]]
@@ -93,9 +106,9 @@ def test_a_fixture_reads_as_it_did(backend: str, namespace: str, format_: str) -
 
 @pytest.mark.parametrize("format_", FORMATS)
 def test_a_fixture_takes_writes_and_verifies_clean(
-    backend: str, namespace: str, format_: str
+    backend: str, namespace: str, format_: str, tmp_path: Path
 ) -> None:
-    store, recorded = loaded(backend, namespace, format_)
+    store, recorded, where = loaded(backend, namespace, format_, tmp_path)
     ids = recorded["ids"]
     with store:
         admin = store.admin()
@@ -114,7 +127,9 @@ def test_a_fixture_takes_writes_and_verifies_clean(
         # The pending compaction job of the fixture is taken and done by a worker of this one.
         stats = Worker(
             backend,
-            namespaces=[namespace],
+            namespaces=[where["namespace"]],
+            prefix=where["prefix"],
+            encryption=where["encryption"],
             compactify=lambda messages: f"{len(messages)} messages",
             estimate_tokens=len,
             poll_ms=20,

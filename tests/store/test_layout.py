@@ -31,8 +31,8 @@ def decoded(monkeypatch: pytest.MonkeyPatch) -> list[int]:
     counts: list[int] = []
     original = chain_module.decode_records
 
-    def counting(parts: Any, key: str) -> list[Any]:
-        records = original(parts, key)
+    def counting(parts: Any, key: str, *sealed: Any) -> list[Any]:
+        records = original(parts, key, *sealed)
         counts.append(len(records))
         return records
 

@@ -25,6 +25,7 @@ from ctxstore._core.scripts import (
     read_library,
     script_dir,
 )
+from ctxstore.crypto import LocalKeyProvider
 
 SCRIPTS = entry_script_names()
 LIBRARY_DIR = script_dir() / LIBRARY_FOLDER
@@ -258,6 +259,13 @@ def test_callers_pass_exactly_the_declared_keys(
 ) -> None:
     store = ctxstore.connect("memory://", namespace=namespace).admin()
     exercise_every_operation(store)
+    sealed = ctxstore.connect(  # the scripts of a store with encryption: its users' data keys
+        "memory://", namespace=namespace, encryption=LocalKeyProvider.from_keys(
+            {"kek-1": bytes(32)}, current="kek-1"
+        )
+    ).admin()  # fmt: skip
+    sealed.open_chat("c1", "alice")
+    sealed.append("c1", None, [{"role": "user", "content": "x"}], expected_head=None)
     seen = set()
     for call in recorded_calls:
         if call.script is None:
@@ -282,6 +290,8 @@ def test_callers_pass_exactly_the_declared_keys(
                 assert key.startswith(f"ctx:{namespace}:scan:{{"), (call.script.name, key)
             elif name == "owned":
                 assert re.fullmatch(rf"ctx:{namespace}:owned:\{{[^{{}}]+\}}", key), key
+            elif name == "dkey":
+                assert key == f"ctx:{namespace}:dkey:{{alice}}", key
             else:
                 assert name in ("index", "all_chats", "user_chats"), call.script.name
                 assert ":idx:" in key, (call.script.name, key)

@@ -9,8 +9,10 @@ servers and the embedded store), so one file serves the embedded store, a redis-
 Cluster and Valkey. ``format-<N>.reads.json`` beside it holds what every read operation
 returned on it when it was made: a later release must read the same.
 
-``python -m tests.support.formats`` writes the fixture of this release's format (run it once
-per new format, then keep the files; docs/compatibility.md).
+``python -m tests.support.formats URL`` writes the fixture of this release's format (run it
+once per new format, then keep the files; docs/compatibility.md); with ``--sealed``, the
+fixture of its sealed twin, with the key provider directory that opens it
+(``format-<N>.keys``, test keys only).
 """
 
 from __future__ import annotations
@@ -26,6 +28,31 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "formats"
 #: The fixture's clock: every write of the fixture happened at this epoch millisecond on.
 FIXTURE_TIME = 1_780_000_000_000
 BASE_MARK = "<base>"
+
+
+#: The namespace a sealed format's fixture was written in: its records are bound to it (their
+#: associated data), so it is loaded under another key prefix, never another namespace.
+SEALED_NAMESPACE = "fixture"
+
+
+def keys_path(format_: str) -> Path:
+    """The key provider directory of a sealed format's fixture (what opens its records)."""
+    return FIXTURES / f"format-{format_}.keys"
+
+
+def fixture_provider(format_: str, into: Path) -> Any:
+    """The key provider of ``format_``'s fixture, on a copy of its keys in ``into`` (a test may
+    make keys); None for a fixture in the clear."""
+    import shutil
+
+    from ctxstore.crypto import LocalKeyProvider
+
+    source = keys_path(format_)
+    if not source.is_dir():
+        return None
+    copy = into / f"format-{format_}.keys"
+    shutil.copytree(source, copy)
+    return LocalKeyProvider(copy)
 
 
 def fixture_path(format_: str) -> Path:
@@ -288,19 +315,30 @@ def plain(value: Any) -> Any:
     return value
 
 
-def _write(format_: str) -> None:
-    """Build the fixture on a fresh redis-server (a URL in argv) and write its two files."""
+def _write(format_: str, *, sealed: bool) -> None:
+    """Build the fixture on a fresh redis-server (a URL in argv) and write its two files; a
+    sealed one with a new key provider directory beside them."""
     import redis
 
     import ctxstore
+    from ctxstore.crypto import LocalKeyProvider
 
     url = sys.argv[1]
-    namespace = "fixture"
+    namespace = SEALED_NAMESPACE
     raw = redis.Redis.from_url(url)
     if list(raw.scan_iter(match=f"ctx:{namespace}:*", count=1000)):
         raise SystemExit(f"ctx:{namespace}:* is not empty on {url}")
+    provider = None
+    if sealed:
+        if keys_path(format_).exists():
+            raise SystemExit(f"{keys_path(format_)} exists: remove it to make a new fixture")
+        provider = LocalKeyProvider(keys_path(format_))
     with ctxstore.connect(
-        url, namespace=namespace, clock=clock_from(FIXTURE_TIME), estimate_tokens=len
+        url,
+        namespace=namespace,
+        clock=clock_from(FIXTURE_TIME),
+        estimate_tokens=len,
+        encryption=provider,
     ) as opened:
         store = opened.admin()
         ids = build(store)
@@ -318,6 +356,9 @@ def iter_formats() -> Iterator[str]:
 
 
 if __name__ == "__main__":
-    from ctxstore._core.format.versions import FORMAT
+    from ctxstore._core.format.versions import FORMAT, SEALED_FORMAT
 
-    _write(FORMAT)
+    if "--sealed" in sys.argv:
+        _write(SEALED_FORMAT, sealed=True)
+    else:
+        _write(FORMAT, sealed=False)

@@ -16,6 +16,7 @@ from typing import Any
 import redis.exceptions as rexc
 
 from ctxstore import errors
+from ctxstore._core.format.sealed import ResealNeededError, sealed_chat_error
 from ctxstore._core.format.versions import chat_format_error
 
 _SCRIPT_ERROR_PREFIX = "CTX_"
@@ -188,8 +189,8 @@ def _domain_error(text: str, ctx: dict[str, Any]) -> errors.CtxStoreError:
             key=key,
             field=field,
         )
-    if code == "FORMAT":
-        return chat_format_error(str(details.get("format")), chat_id=chat)
+    if code in ("FORMAT", "RESEAL", "SEALED"):
+        return _format_error(code, details, ctx)
     if code == "LIMIT":
         return errors.LimitExceededError(
             f"{details.get('what')} is over its limit of {details.get('limit')}{where}",
@@ -199,6 +200,17 @@ def _domain_error(text: str, ctx: dict[str, Any]) -> errors.CtxStoreError:
     if code == "INVALID":
         return errors.ValidationError(f"{details.get('reason')}{where}", **ctx, **details)
     return errors.CtxStoreError(f"script error {code}: {details}{where}", **ctx)
+
+
+def _format_error(code: str, details: dict[str, Any], ctx: dict[str, Any]) -> errors.CtxStoreError:
+    """A chat of another format (FORMAT), records sealed for another place (RESEAL: the append
+    seals them again), records in the clear for a sealed chat (SEALED)."""
+    chat = ctx.get("chat_id")
+    if code == "RESEAL":
+        return ResealNeededError(str(details.get("layout")), **ctx)
+    if code == "SEALED":
+        return sealed_chat_error(chat)
+    return chat_format_error(str(details.get("format")), chat_id=chat)
 
 
 def _conflict(details: dict[str, Any], ctx: dict[str, Any], where: str) -> errors.ConflictError:

@@ -24,6 +24,9 @@
     <base>:owned:{<user>}       HASH  chat id -> "<recorded at (epoch ms)>\t<incarnation>": every
                                       chat the user owns, written before the chat's first key
                                       (see :mod:`ctxstore._core.ops.owner_records`)
+    <base>:dkey:{<user>}        HASH  the user's data keys, wrapped by the key provider: "current"
+                                      -> key id, <key id> -> wrapped key (stores with encryption;
+                                      see :mod:`ctxstore._core.keyring`)
     <base>:jobs:{<base>:N}      STREAM compaction jobs of the chats of shard N (N < JOB_SHARDS)
     <base>:trimmed:{<base>:N}   STRING jobs of shard N's stream its bound trimmed untaken
     <base>:jobs:dead            STREAM jobs that failed for good, with their errors
@@ -92,6 +95,8 @@ def expected_type(key: str) -> str | None:
         return "stream"
     if ":trimmed:" in key:
         return "string"
+    if ":dkey:{" in key:
+        return "hash"
     if "}:" in key:
         return CHAT_KEY_TYPES.get(key.rsplit(":", 1)[-1])
     return None
@@ -228,6 +233,11 @@ class Keyspace:
         whose creation failed, never miss one (unlike the listing index, which is kept best
         effort). In the user's slot, beside the user's listing index."""
         return f"{self.base}:owned:{{{check_key_id(user_id, 'user_id')}}}"
+
+    def data_keys(self, user_id: str) -> str:
+        """The data keys of ``user_id``, wrapped (stores with encryption): in the user's slot,
+        beside the owner record, so erasing the user deletes them with it."""
+        return f"{self.base}:dkey:{{{check_key_id(user_id, 'user_id')}}}"
 
     def indexes_of(self, user_id: str) -> tuple[str, str]:
         """The two index keys a chat of ``user_id`` is listed in."""

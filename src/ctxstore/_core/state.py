@@ -19,7 +19,9 @@ from dataclasses import dataclass, field
 
 from ctxstore._core.cache import ChainCache
 from ctxstore._core.durability import Durability
+from ctxstore._core.format.sealed import Places
 from ctxstore._core.format.versions import MARKER_RECHECK_SECONDS, KeyspaceMarker
+from ctxstore._core.keyring import DataKeyCache
 from ctxstore._core.keys import Keyspace
 from ctxstore.messages.tokens import MessageCounting, message_counter
 from ctxstore.settings import DEFAULT_CACHE_BYTES, Limits, Settings
@@ -97,6 +99,10 @@ class ProcessCaches:
 
     owners: OwnerCache = field(default_factory=OwnerCache)
     chains: ChainCache = field(default_factory=ChainCache)
+    #: The users' data keys, unwrapped (stores with encryption; :mod:`ctxstore._core.keyring`).
+    data_keys: DataKeyCache = field(default_factory=DataKeyCache)
+    #: Where sealed chats' logs end, for the place an append seals its records for.
+    places: Places = field(default_factory=Places)
     #: The keyspace's format marker as last read (None: not read yet, or refused).
     marker: KeyspaceMarker | None = None
     #: When the marker was read (monotonic seconds): it is read again after
@@ -129,14 +135,18 @@ class ServerRegistry:
         self._checked: OrderedDict[str, None] = OrderedDict()
         self._lock = threading.Lock()
 
-    def caches(self, server: str | None, base: str, cache_bytes: int | None) -> ProcessCaches:
+    def caches(
+        self, server: str | None, base: str, cache_bytes: int | None, *, sealed: bool = False
+    ) -> ProcessCaches:
         """The caches of ``server`` + keyspace ``base``, made with a chain cache of
         ``cache_bytes`` (None: the default) by the first store that asks; private ones when
-        ``server`` is None (a client passed in, a private embedded store) or the cache is off."""
+        ``server`` is None (a client passed in, a private embedded store) or the cache is off.
+        Stores with encryption (``sealed``) share theirs apart from the others: a chain they
+        opened is never served to a store without the keys."""
         if server is None:
             bound = DEFAULT_CACHE_BYTES if cache_bytes is None else cache_bytes
             return ProcessCaches(chains=ChainCache(bound))
-        name = f"{server}|{base}"
+        name = f"{server}|{base}|{'sealed' if sealed else 'plain'}"
         with self._lock:
             caches = self._caches.get(name)
             if caches is None:
@@ -148,7 +158,12 @@ class ServerRegistry:
             while len(self._caches) > self.capacity:
                 self._caches.popitem(last=False)
             if cache_bytes == 0:  # this store reads without a cache; the others keep theirs
-                return ProcessCaches(owners=caches.owners, chains=ChainCache(0))
+                return ProcessCaches(
+                    owners=caches.owners,
+                    chains=ChainCache(0),
+                    data_keys=caches.data_keys,
+                    places=caches.places,
+                )
             return caches
 
     def all_caches(self) -> list[ProcessCaches]:

@@ -94,7 +94,9 @@ def store_parts(
         keyspace=keyspace,
         clock=settings.clock or wall_clock_ms,
         message_tokens=message_counter(settings.token_model, settings.estimate_tokens),
-        caches=REGISTRY.caches(server, keyspace.base, settings.cache_bytes),
+        caches=REGISTRY.caches(
+            server, keyspace.base, settings.cache_bytes, sealed=settings.encryption is not None
+        ),
         server=server,
         cluster=is_cluster_client(client),
         embedded=is_memory_client(client),

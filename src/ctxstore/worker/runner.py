@@ -30,6 +30,7 @@ from ctxstore._base.plans import Pause, Step, aperformer, arun_plan
 from ctxstore._core import telemetry
 from ctxstore._core.failures import TRANSPORT_ERRORS
 from ctxstore._core.ops import sweep as sweeping
+from ctxstore.crypto.provider import KeyProvider
 from ctxstore.errors import (
     BackendBusyError,
     BackendUnavailableError,
@@ -83,7 +84,9 @@ class WorkerStats:
 class Worker:
     """A compaction worker. The summaries come from ``context_manager`` (its ``compactify=``
     or ``summary_model``, and its model and estimator count the tokens), else ``compactify``
-    (messages -> text, sync or async), else litellm with ``summary_model``."""
+    (messages -> text, sync or async), else litellm with ``summary_model``. ``encryption``:
+    the key provider of the stores whose chats it compacts, when they seal them (a sealed
+    chat's messages open only with it). ``prefix``: the stores' key prefix (``Settings.prefix``)."""
 
     def __init__(
         self,
@@ -108,6 +111,8 @@ class Worker:
         estimate_tokens: TokenCounter | None = None,
         summarizer_options: dict[str, Any] | None = None,
         live_file: str | os.PathLike[str] | None = None,
+        encryption: KeyProvider | None = None,
+        prefix: str = "ctx",
     ) -> None:
         for name, value in (
             ("concurrency", concurrency),
@@ -154,8 +159,12 @@ class Worker:
             summary_model = summary_model or context_manager.summary_model
             token_model = token_model or context_manager.model
             estimate_tokens = estimate_tokens or context_manager.estimate_tokens
+        if encryption is not None and not isinstance(encryption, KeyProvider):
+            raise ConfigurationError(f"encryption must be a KeyProvider, got {encryption!r}")
         self.url = url
         self.namespaces = tuple(namespaces)
+        self._encryption = encryption
+        self._prefix = prefix
         self.summarize: AsyncSummarize = (
             context_manager.asummarize
             if context_manager is not None and compactify is None
@@ -208,6 +217,8 @@ class Worker:
                 namespace=namespace,
                 token_model=self._token_model,
                 estimate_tokens=self._estimate_tokens,
+                encryption=self._encryption,
+                prefix=self._prefix,
             ).admin()
             for namespace in self.namespaces
         ]

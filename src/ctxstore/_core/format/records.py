@@ -20,7 +20,6 @@ everything that reads one (chain reads, the graph, exports, verify) through
 from __future__ import annotations
 
 import gc
-import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -31,7 +30,15 @@ import msgpack
 
 from ctxstore._core.format.codec import plain_dict
 from ctxstore._core.format.fields import corrupt
-from ctxstore.errors import CorruptionError, ValidationError
+from ctxstore._core.format.sealed import (
+    GENERATED_ID,
+    METADATA,
+    PAYLOAD,
+    ChatSeal,
+    array_header,
+)
+from ctxstore.crypto.seal import is_sealed
+from ctxstore.errors import ConfigurationError, CorruptionError, CtxStoreError, ValidationError
 from ctxstore.models import StoredMessage
 
 #: Characters of a record's tag (lowercase base32: 30 random bits).
@@ -41,8 +48,6 @@ PREVIOUS = -2
 #: The characters of a tag (lowercase base32), as ``str.strip`` takes them: a tag stripped of
 #: them is empty.
 TAG_ALPHABET = "abcdefghijklmnopqrstuvwxyz234567"
-#: A message id of the generated form: position, incarnation, tag.
-GENERATED_ID = re.compile(r"([0-9]+)\.([a-z2-7]+)\.([a-z2-7]+)")
 
 #: msgpack: an array of 5 (6 with metadata) elements, and the packed parent -2 and nil.
 _ARRAY_5 = b"\x95"
@@ -104,15 +109,49 @@ def packed_time(milliseconds: int) -> bytes:
 
 
 def read_record(
-    raw: bytes, key: str, position: int
+    raw: bytes, key: str, position: int, seal: ChatSeal | None = None
 ) -> tuple[int, int, dict[str, Any], str | None, str]:
-    """(parent position, created_at, payload, chosen id or None, tag) of one stored record; a
-    ``CorruptionError`` (its ``details["reason"]`` says why) when it is not a message record."""
+    """(parent position, created_at, payload, chosen id or None, tag) of one stored record
+    (its values opened with ``seal``, a sealed chat's); a ``CorruptionError`` (its
+    ``details["reason"]`` says why) when it is not a message record."""
     try:
         record = msgpack.unpackb(raw, raw=False, strict_map_key=False)
     except Exception as exc:  # msgpack raises several unrelated types for bad input
         raise corrupt(key, str(position), f"not valid msgpack ({exc})") from exc
+    if seal is not None:
+        open_record(record, position, seal, key)
     return record_fields(record, key, position)
+
+
+def record_id(raw: bytes, incarnation: str, key: str, position: int) -> str:
+    """The id of the message a stored record holds (its chosen id, or the generated one),
+    read without its payload: what a read needs of a parent or a version it does not return
+    (a sealed record's values stay closed)."""
+    try:
+        record = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises several unrelated types for bad input
+        raise corrupt(key, str(position), f"not valid msgpack ({exc})") from exc
+    if type(record) is not list or len(record) not in (5, 6):
+        raise _bad_record(key, position)
+    chosen, tag = record[-2], record[-1]
+    if type(tag) is not str or len(tag) != TAG_LENGTH or tag.strip(TAG_ALPHABET):
+        raise _bad_record(key, position)
+    if chosen is None:
+        return derived_id(position, incarnation, tag)
+    if type(chosen) is not str:
+        raise _bad_record(key, position)
+    return chosen
+
+
+def open_record(record: Any, position: int, seal: ChatSeal, key: str) -> None:
+    """Replace a decoded record's sealed payload and metadata by what they seal, in place (a
+    record of another shape is left for :func:`record_fields` to refuse)."""
+    if type(record) is not list or len(record) not in (5, 6) or type(record[0]) is not int:
+        return
+    parent = parent_position(record[0], position)
+    record[2] = seal.open(PAYLOAD, record[2], position, parent, key=key)
+    if len(record) == 6:
+        record[3] = seal.open(METADATA, record[3], position, parent, key=key)
 
 
 def parent_position(parent: int, position: int) -> int:
@@ -129,20 +168,13 @@ class Slice:
     records: Sequence[bytes]
 
 
-def _array_header(count: int) -> bytes:
-    if count < 16:
-        return bytes((0x90 + count,))
-    if count < 1 << 16:
-        return b"\xdc" + count.to_bytes(2, "big")
-    return b"\xdd" + count.to_bytes(4, "big")
-
-
-def decode_records(parts: Sequence[Slice], key: str) -> list[Any]:
-    """Every record of ``parts`` (in order), decoded with one msgpack call."""
+def decode_records(parts: Sequence[Slice], key: str, seal: ChatSeal | None = None) -> list[Any]:
+    """Every record of ``parts`` (in order), decoded with one msgpack call, their values
+    opened with ``seal`` (a sealed chat's)."""
     count = sum(part.last - part.first + 1 for part in parts)
     if count == 0:
         return []
-    blob = b"".join([_array_header(count), *(record for part in parts for record in part.records)])
+    blob = b"".join([array_header(count), *(record for part in parts for record in part.records)])
     try:
         records = msgpack.unpackb(blob, raw=False, strict_map_key=False)
     except Exception as exc:  # msgpack raises several unrelated types for bad input
@@ -150,7 +182,22 @@ def decode_records(parts: Sequence[Slice], key: str) -> list[Any]:
         raise corrupt(
             key, str(position), f"the record at position {position} is not valid msgpack ({exc})"
         ) from exc
+    if seal is not None:
+        open_records(
+            records, [p for part in parts for p in range(part.first, part.last + 1)], seal, key
+        )
     return list(records)
+
+
+def open_records(records: list[Any], positions: list[int], seal: ChatSeal, key: str) -> None:
+    """:func:`open_record` of many records at once: their payloads, then their metadata, each
+    kind opened and decoded together (one msgpack call for a whole chain)."""
+    with_metadata = seal.open_payloads(records, positions, key=key)
+    if with_metadata:
+        items = [(record[3], position, parent) for record, position, parent in with_metadata]
+        opened = seal.open_all(METADATA, items, key=key)
+        for (record, _position, _parent), found in zip(with_metadata, opened, strict=True):
+            record[3] = found
 
 
 def _first_undecodable(parts: Sequence[Slice]) -> int:
@@ -164,8 +211,20 @@ def _first_undecodable(parts: Sequence[Slice]) -> int:
     return parts[0].first if parts else 0
 
 
-def _bad_record(key: str, position: int) -> CorruptionError:
+def _bad_record(key: str, position: int, record: Any = None) -> CtxStoreError:
     field = str(position)
+    if (
+        type(record) is list
+        and len(record) in (5, 6)
+        and type(record[2]) is bytes
+        and is_sealed(record[2])
+    ):
+        return ConfigurationError(
+            f"{key} holds sealed records (a chat of a store with encryption): this store "
+            "has none; connect with encryption=<the KeyProvider> (docs/encryption.md)",
+            key=key,
+            field=field,
+        )
     return CorruptionError(
         f"corrupt data at {key} field {field!r}: the record at position {position} is not a "
         "message record",
@@ -191,7 +250,7 @@ def record_fields(
         or len(tag) != TAG_LENGTH
         or tag.strip(TAG_ALPHABET)
     ):
-        raise _bad_record(key, position)
+        raise _bad_record(key, position, record)
     return parent_position(parent, position), created_at, payload, chosen, tag
 
 
@@ -202,22 +261,28 @@ def chain_messages(
     parent_id: str | None,
     *,
     pause_gc: bool = True,
+    seal: ChatSeal | None = None,
 ) -> tuple[list[StoredMessage], list[dict[str, Any]], str]:
-    """The messages of a chain's slices (root first), their payloads, and the last one's tag.
+    """The messages of a chain's slices (root first), their payloads, and the last one's tag;
+    ``seal`` opens a sealed chat's values.
 
     Each message's parent is the one before it (``parent_id`` for the first): a chain's records
     are consecutive ancestors, which the script's walk guarantees.
     """
     count = sum(part.last - part.first + 1 for part in parts)
     with gc_paused(count, pause=pause_gc):  # a warm read (a few new messages) never pauses
-        return _decode_chain(parts, incarnation, key, parent_id)
+        return _decode_chain(parts, incarnation, key, parent_id, seal)
 
 
 def _decode_chain(
-    parts: Sequence[Slice], incarnation: str, key: str, parent_id: str | None
+    parts: Sequence[Slice],
+    incarnation: str,
+    key: str,
+    parent_id: str | None,
+    seal: ChatSeal | None,
 ) -> tuple[list[StoredMessage], list[dict[str, Any]], str]:
     positions = [p for part in parts for p in range(part.first, part.last + 1)]
-    records = decode_records(parts, key)
+    records = decode_records(parts, key, seal)
     messages: list[StoredMessage] = []
     payloads: list[dict[str, Any]] = []
     append_message, append_payload = messages.append, payloads.append
@@ -241,7 +306,7 @@ def _decode_chain(
             or len(tag) != TAG_LENGTH
             or tag.strip(TAG_ALPHABET)  # a tag makes the id: one outside the alphabet is no id
         ):
-            raise _bad_record(key, position)
+            raise _bad_record(key, position, record)
         if chosen is None:
             message_id = f"{position}.{incarnation}.{tag}"
         elif type(chosen) is str:
@@ -268,7 +333,7 @@ def _with_metadata(
     _parent, created_at, payload, chosen, tag = record_fields(record, key, position)
     metadata = record[3]
     if type(metadata) is not dict:
-        raise _bad_record(key, position)
+        raise _bad_record(key, position, record)
     return {
         "id": chosen if chosen is not None else f"{position}.{incarnation}.{tag}",
         "parent_id": parent_id,

@@ -26,8 +26,13 @@ from ctxstore.errors import FormatError
 
 #: The format this release writes (the ``fmt`` field of the chat hash).
 FORMAT = "2"
-#: The formats this release reads: its own and the one before, from format 2 on.
-FORMATS_READ = ("2",)
+#: The format of a chat whose values are sealed (docs/encryption.md): format 2's layout, with
+#: message payloads and metadata as sealed values. A store with ``encryption=`` creates its
+#: chats in it; a release that reads format 2 only refuses such a chat as a newer release's
+#: (:class:`FormatError`), rather than writing plaintext into it.
+SEALED_FORMAT = "3"
+#: The formats this release reads: format 2 and its sealed twin.
+FORMATS_READ = ("2", "3")
 #: The format of a keyspace that carries no marker.
 UNMARKED_FORMAT = "2"
 #: How often a process reads its keyspace's marker again (seconds): after ``migrate`` marks a

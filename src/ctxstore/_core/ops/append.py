@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, NamedTuple, get_args
 
 from ctxstore._base.ids import check_name
@@ -16,6 +16,15 @@ from ctxstore._core.format.records import (
     encode_record,
     packed_time,
 )
+from ctxstore._core.format.sealed import (
+    METADATA,
+    PAYLOAD,
+    ChatSeal,
+    Layout,
+    Place,
+    ResealNeededError,
+    predicted_layout,
+)
 from ctxstore._core.format.tokens import token_entries
 from ctxstore._core.ids import (
     check_request_id,
@@ -25,6 +34,7 @@ from ctxstore._core.ids import (
     new_tags,
     tags_for,
 )
+from ctxstore._core.keyring import OwnerKeys
 from ctxstore._core.ops.chats import (
     chat_context,
     check_title,
@@ -33,11 +43,14 @@ from ctxstore._core.ops.chats import (
     touch_indexes,
     with_touch,
 )
+from ctxstore._core.ops.data_keys import chat_owner, owner_keys
 from ctxstore._core.ops.jobs import enqueue_compaction
 from ctxstore._core.protocol import MAX_COMMAND_ARGUMENTS, Operation, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
-from ctxstore.errors import ValidationError
+from ctxstore.crypto.aead import random_key
+from ctxstore.crypto.seal import SealingKey
+from ctxstore.errors import ConflictError, ValidationError
 from ctxstore.messages.tokens import MessageCounter
 from ctxstore.models import (
     AppendResult,
@@ -87,6 +100,10 @@ class AppendArgs(NamedTuple):
     #: Of the messages as the caller gave them (chosen ids, payloads, metadata): what a retry
     #: under the same request id must match.
     digest: str
+    #: Each message's payload and metadata, encoded (a sealed chat's records are built from
+    #: them once their place is known), and the records' shared created_at.
+    bodies: list[tuple[bytes, bytes]]
+    created: bytes
 
 
 def append_args(
@@ -168,7 +185,7 @@ def append_args(
         for (body, metadata), tag, chosen in zip(bodies, tags, chosen_ids, strict=True)
     ]
     entries = token_entries(payloads, count_tokens or state.message_tokens, base)
-    return AppendArgs(chosen_ids, tags, records, entries, digest)
+    return AppendArgs(chosen_ids, tags, records, entries, digest, bodies, created)
 
 
 def append(
@@ -217,7 +234,7 @@ def append(
     request = own or new_request_id()
     now = state.clock()
     base = 0 if expected_head is None else state.head_sizes.get(chat_id, expected_head)
-    chosen_ids, tags, records, entries, digest = append_args(
+    built = append_args(
         state,
         messages,
         now=now,
@@ -226,6 +243,7 @@ def append(
         base=base,
         any_items=any_items,
     )
+    chosen_ids, tags, records, entries, digest = built[:5]
     script = load_script("append")
     owner = user_id if user_id is not None else state.owners.get(chat_id)
     keys = keys_for(script, chat)
@@ -255,28 +273,39 @@ def append(
         digest=digest,
         recall="1" if (request_id is not None if recall is None else recall) else "",
         trace=telemetry.traceparent() if compaction is not None else "",
+        seal="",
     )
-    call = script_call(
-        script,
-        keys,
-        ("\t".join(fields), "\t".join(chosen_ids), entries, title, *record_arguments(records)),
-        parse=lambda reply: _parse_append(reply, chosen_ids, tags),
-        context=chat_context(chat_id),
-        writes=True,
-    )
-    if in_script_index:
-        result, stored_owner, indexed, enqueued, head_tokens = yield call
-        state.owners.remember(chat_id, stored_owner)
-        if not indexed:
-            yield from touch_indexes(state, chat_id, stored_owner, result.updated_at)
-    else:
-        result, _owner, _indexed, enqueued, head_tokens = yield from with_touch(
+
+    def send(records: list[bytes], fields: AppendCall) -> Operation[_Appended]:
+        call = script_call(
+            script,
+            keys,
+            ("\t".join(fields), "\t".join(chosen_ids), entries, title, *record_arguments(records)),
+            parse=lambda reply: _parse_append(reply, chosen_ids, tags),
+            context=chat_context(chat_id),
+            writes=True,
+        )
+        if in_script_index:
+            appended: _Appended = yield call
+            state.owners.remember(chat_id, appended[1])
+            if not appended[2]:
+                yield from touch_indexes(state, chat_id, appended[1], appended[0].updated_at)
+            return appended
+        touched: _Appended = yield from with_touch(
             state,
             chat_id,
             call,
             now,
             owner_of=lambda reply: reply[1],
             updated_at_of=lambda reply: reply[0].updated_at,
+        )
+        return touched
+
+    if state.settings.encryption is None:
+        result, _owner, _indexed, enqueued, head_tokens = yield from send(records, fields)
+    else:
+        result, _owner, _indexed, enqueued, head_tokens = yield from sealed_append(
+            state, chat_id, owner, incarnation, expected_head, built, fields, send
         )
     state.head_sizes.remember(chat_id, result.head_message_id, head_tokens)
     if compaction is not None and result.compaction_job is not None and not enqueued:
@@ -285,6 +314,94 @@ def append(
         )
     appended: AppendResult = result
     return appended
+
+
+_Appended = tuple[AppendResult, str, bool, bool, int]
+#: How many times an append seals its records again for a place that moved under it (each
+#: time another writer appended between the script's answer and the call again).
+MAX_RESEALS = 8
+
+
+def sealed_append(
+    state: StoreState,
+    chat_id: str,
+    owner: str | None,
+    incarnation: str | None,
+    expected_head: str | None,
+    built: AppendArgs,
+    fields: AppendCall,
+    send: Callable[[list[bytes], AppendCall], Operation[_Appended]],
+) -> Operation[_Appended]:
+    """An append to a sealed chat: each record sealed under the owner's data key for the
+    place it lands (see :mod:`ctxstore._core.format.sealed`). The place is predicted from what
+    this process last saw of the chat; when the script finds another (a writer came between,
+    a cold process), it writes nothing and names the right one, and the records are sealed for
+    it and sent again: one more round trip, only then."""
+    user_id = yield from chat_owner(state, chat_id, owner)
+    keys = yield from owner_keys(state, user_id)
+    count = len(built.records)
+    layout = predicted_layout(state.caches.places.get(chat_id), incarnation, expected_head, count)
+    if keys.current is None:
+        # The owner has no data key yet (its chat's open made none: a crash between): the
+        # script is asked where the records land, with records sealed under a throwaway key
+        # and a layout it never takes, so it refuses before any write; the key is made only
+        # for a chat that takes them, and a refused append leaves nothing behind.
+        probe = OwnerKeys(user_id, keys.subject, SealingKey(PROBE, random_key()), {})
+        try:
+            probed = yield from send(
+                _sealed(built, probe, chat_id, state, layout), fields._replace(seal=PROBE)
+            )
+        except ResealNeededError as moved:
+            layout = Layout.parse(moved.layout, count)
+        else:
+            return probed  # a resend of a write applied before, answered from its ring
+        keys = yield from owner_keys(state, user_id, create=True)
+    for _attempt in range(MAX_RESEALS):
+        records = _sealed(built, keys, chat_id, state, layout)
+        try:
+            appended = yield from send(records, fields._replace(seal=layout.field()))
+        except ResealNeededError as moved:
+            layout = Layout.parse(moved.layout, count)
+            continue
+        if not appended[0].resent:
+            last = layout.first + count - 1
+            place = Place(layout.incarnation, last + 1, appended[0].head_message_id, last)
+            state.caches.places.remember(chat_id, place)
+        return appended
+    raise ConflictError(
+        f"chat {chat_id!r} kept moving while its records were sealed for their place "
+        f"({MAX_RESEALS} tries): nothing was written",
+        chat_id=chat_id,
+        reason="reseal",
+    )
+
+
+#: The layout a probe of a sealed append sends (see :func:`sealed_append`): never one a script
+#: writes, so the script names the right one and writes nothing.
+PROBE = "probe"
+
+
+def _sealed(
+    built: AppendArgs, keys: OwnerKeys, chat_id: str, state: StoreState, layout: Layout
+) -> list[bytes]:
+    """The append's records, each sealed for its place in ``layout``."""
+    seal = ChatSeal(keys, state.keyspace.namespace, chat_id, layout.incarnation)
+    return [
+        encode_record(
+            seal.seal(PAYLOAD, body, layout.first + index, layout.parents[index]),
+            created_at=built.created,
+            tag=tag,
+            chosen=chosen,
+            metadata=(
+                seal.seal(METADATA, metadata, layout.first + index, layout.parents[index])
+                if metadata
+                else b""
+            ),
+        )
+        for index, ((body, metadata), tag, chosen) in enumerate(
+            zip(built.bodies, built.tags, built.chosen_ids, strict=True)
+        )
+    ]
 
 
 #: From this many messages on, an append sends its records packed (see :func:`record_arguments`):
@@ -331,6 +448,7 @@ class AppendCall(NamedTuple):
     digest: str
     recall: str
     trace: str
+    seal: str
 
 
 class AppendReply(NamedTuple):

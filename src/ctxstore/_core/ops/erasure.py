@@ -29,6 +29,7 @@ from typing import Any
 from ctxstore._base.ids import check_key_id
 from ctxstore._core.format.fields import text
 from ctxstore._core.format.jobs import JOB_GROUP
+from ctxstore._core.keyring import subject_of
 from ctxstore._core.ops.chats import DeletedChat, delete_call
 from ctxstore._core.ops.owner_records import (
     field_pairs,
@@ -49,6 +50,8 @@ ENTRIES_PER_READ = 500
 ROUNDS = 3
 #: How long the erasure waits for the replicas of a single server to acknowledge it.
 REPLICA_WAIT_MS = 2000
+#: Where a run counts the data keys it deleted without destroying them (not a kind removed).
+UNDESTROYED = "data keys not destroyed"
 #: Imports stage their keys under a name no read looks at; they expire on their own (minutes).
 _STAGING_NOTE = (
     "imports of the user's chats still in progress: their staging keys expire on their own "
@@ -87,13 +90,14 @@ def erase_user(
             )
             removed["worker records"] += yield from _remove_worker_records(state, wanted, tell)
         replicas = yield from _drop_record(state, user_id, removed, tell)
+    undestroyed = removed.pop(UNDESTROYED, 0)
     return ErasureReceipt(
         user_id=user_id,
         chat_ids=tuple(erased),
         removed=removed,
         started_at=started,
         finished_at=state.clock(),
-        unreachable=unreachable(state, replicas),
+        unreachable=unreachable(state, replicas, undestroyed),
     )
 
 
@@ -271,10 +275,20 @@ def _drop_record(
     replicas to acknowledge everything up to it. Returns (acknowledged, connected) replicas, or
     None where that is not asked (the embedded store, a Cluster)."""
     record = state.keyspace.owner_record(user_id)
+    data_keys = state.keyspace.data_keys(user_id)
     asks = not (state.embedded or state.cluster or state.durability is not None)
     connected = (yield from _connected_replicas()) if asks else 0
+    provider = state.settings.encryption
+    if provider is not None:
+        # After the chats, before the record: a run stopped here is finished by running it
+        # again (destroying twice is destroying once), and from now on no copy of the user's
+        # sealed records, backups included, opens with anything the provider holds.
+        provider.destroy(subject_of(state.keyspace.namespace, user_id))
+        state.caches.data_keys.forget(user_id)
     calls: list[Call[Any]] = [
         command_call(("HLEN", record), keys=(record,)),
+        command_call(("HLEN", data_keys), keys=(data_keys,)),
+        command_call(("UNLINK", data_keys), keys=(data_keys,), writes=True),
         command_call(("UNLINK", record), keys=(record,), writes=True),
     ]
     if connected > 0:
@@ -282,14 +296,18 @@ def _drop_record(
         # that acknowledges it holds every earlier write too (one ordered replication stream).
         calls.append(command_call(("WAIT", connected, REPLICA_WAIT_MS), keys=()))
     outcomes = yield tuple(calls)
-    raise_first_error(outcomes[:2])
+    raise_first_error(outcomes[:4])
     removed["owner record entries"] += int(outcomes[0])
+    stored_keys = max(int(outcomes[1]) - 1, 0)  # besides the field naming the current one
+    removed["data keys"] += stored_keys
+    if stored_keys and provider is None:
+        removed[UNDESTROYED] = removed.get(UNDESTROYED, 0) + stored_keys
     tell(ErasureProgress("record", 1, 1))
     if not asks:
         return None  # a store with durability= waited after every write already
     if connected <= 0:
         return (0, connected)
-    acknowledged = outcomes[2]
+    acknowledged = outcomes[4]
     return (0 if isinstance(acknowledged, BaseException) else int(acknowledged), connected)
 
 
@@ -309,14 +327,31 @@ def _connected_replicas() -> Operation[int]:
     return 0
 
 
-def unreachable(state: StoreState, replicas: tuple[int, int] | None) -> tuple[str, ...]:
-    """The places an erased user's data may still be, which no command of ctxstore removes."""
+def unreachable(
+    state: StoreState, replicas: tuple[int, int] | None, undestroyed: int = 0
+) -> tuple[str, ...]:
+    """The places an erased user's data may still be, which no command of ctxstore removes;
+    ``undestroyed``: data keys deleted from Redis by a store without the key provider, which
+    therefore could not destroy them."""
     places: list[str] = []
+    if undestroyed:
+        places.append(
+            f"the key provider: {undestroyed} data key(s) of the user were deleted from Redis "
+            "but not destroyed (this store has no encryption=): copies of the user's sealed "
+            "records taken before still open; erase with a store that has the key provider"
+        )
     if not state.embedded:  # the embedded store keeps nothing outside this process
         places.append(
             "AOF/RDB files until rewritten: the server's append-only file and snapshots hold "
             "the erased data until BGREWRITEAOF and the next snapshot replace them (and backups "
             "of them until they expire)"
+            + (
+                "; the messages of sealed chats there no longer open (the user's data key was "
+                "destroyed at the key provider), their ids, counts, titles and chat metadata "
+                "are in the clear"
+                if state.settings.encryption is not None
+                else ""
+            )
         )
     if state.cluster:
         places.append(

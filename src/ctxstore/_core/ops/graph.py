@@ -15,8 +15,10 @@ from ctxstore._core.format.records import (
     gc_paused,
     record_fields,
 )
+from ctxstore._core.format.sealed import ChatSeal
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
+from ctxstore._core.ops.data_keys import opened
 from ctxstore._core.ops.reads import fetch_ranges, flat_ranges, slices
 from ctxstore._core.protocol import Operation, script_call
 from ctxstore._core.scripts import load_script
@@ -58,14 +60,18 @@ def get_graph(
     rest = flat_ranges(left)
     if rest:
         loaded = yield from fetch_ranges(state, chat, meta.incarnation, rest, chat_context(chat_id))
-    return _graph(
-        chat,
-        meta,
-        loaded,
-        pairs(flat_branches, chat.key("branch")),
-        pairs(flat_checkpoints, chat.key("checkpoint")),
-        pause_gc=state.settings.pause_gc,
+    branches = pairs(flat_branches, chat.key("branch"))
+    checkpoints = pairs(flat_checkpoints, chat.key("checkpoint"))
+    graph: ChatGraph = yield from opened(
+        state,
+        chat_id,
+        meta.user_id,
+        meta.incarnation,
+        lambda seal: _graph(
+            chat, meta, loaded, branches, checkpoints, pause_gc=state.settings.pause_gc, seal=seal
+        ),
     )
+    return graph
 
 
 def _graph(
@@ -75,6 +81,7 @@ def _graph(
     branches: dict[str, Any],
     checkpoints: dict[str, Any],
     pause_gc: bool = True,
+    seal: ChatSeal | None = None,
 ) -> ChatGraph:
     from ctxstore.models import ChatGraph, CheckpointInfo, GraphNode
 
@@ -83,7 +90,7 @@ def _graph(
     nodes = []
     count = sum(part.last - part.first + 1 for part in parts)
     with gc_paused(count, pause=pause_gc):
-        for position, record in enumerate(decode_records(parts, key)):
+        for position, record in enumerate(decode_records(parts, key, seal)):
             parent, created_at, payload, chosen, tag = record_fields(record, key, position)
             if parent >= position or parent < -1:
                 raise corrupt(

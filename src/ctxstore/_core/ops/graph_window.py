@@ -21,8 +21,10 @@ from ctxstore._core.format.chat import chat_meta
 from ctxstore._core.format.fields import corrupt, pairs
 from ctxstore._core.format.pointers import branch_record, checkpoint_record, to_branch_info
 from ctxstore._core.format.records import Slice, decode_records, derived_id, record_fields
+from ctxstore._core.format.sealed import ChatSeal
 from ctxstore._core.format.summaries import parse_summary_member
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
+from ctxstore._core.ops.data_keys import opened
 from ctxstore._core.protocol import Operation, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
@@ -114,10 +116,14 @@ def graph_window(
         parse=lambda raw: raw,
         context=chat_context(chat_id),
     )
-    return _window(chat, reply)
+    meta = chat_meta(chat.chat_id, chat.key("chat"), reply[0])
+    window: GraphWindow = yield from opened(
+        state, chat_id, meta.user_id, meta.incarnation, lambda seal: _window(chat, reply, seal)
+    )
+    return window
 
 
-def _window(chat: Any, reply: Sequence[Any]) -> GraphWindow:
+def _window(chat: Any, reply: Sequence[Any], seal: ChatSeal | None = None) -> GraphWindow:
     (flat_chat, center, low, high, flat_segments, parts, left_out, deepest,
      flat_branches, flat_checkpoints, flat_summaries, active_ranges) = reply  # fmt: skip
     meta = chat_meta(chat.chat_id, chat.key("chat"), flat_chat)
@@ -127,7 +133,7 @@ def _window(chat: Any, reply: Sequence[Any]) -> GraphWindow:
         Slice(int(first), int(last), records)
         for (first, last, _parent, _depth), records in zip(segments, parts, strict=True)
     ]
-    records = decode_records(slices, log_key)
+    records = decode_records(slices, log_key, seal)
     active = _positions(active_ranges)
     # (position, depth, lane) of every record, in the order the segments hold them
     placed = [

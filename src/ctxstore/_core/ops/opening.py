@@ -11,6 +11,7 @@ from ctxstore._core.cache import CachedChain
 from ctxstore._core.format.chat import chat_meta
 from ctxstore._core.format.fields import field_text, pairs
 from ctxstore._core.format.pointers import branch_info
+from ctxstore._core.format.versions import FORMAT, SEALED_FORMAT
 from ctxstore._core.ids import new_incarnation
 from ctxstore._core.ops import owner_records
 from ctxstore._core.ops.chats import (
@@ -20,6 +21,7 @@ from ctxstore._core.ops.chats import (
     metadata_limit_args,
     touch_indexes,
 )
+from ctxstore._core.ops.data_keys import owner_keys
 from ctxstore._core.ops.reads import (
     assemble_chain,
     check_head,
@@ -92,6 +94,7 @@ def open_chat_op(
                 "1" if explicit_ttl else "0",
                 chat_id,
                 "1" if recorded else "0",
+                SEALED_FORMAT if state.settings.encryption is not None else FORMAT,
                 *meta_args,
             ),
             parse=lambda reply: _parse(chat_id, chat.key("chat"), chat.key("branch"), reply),
@@ -110,10 +113,14 @@ def open_chat_op(
         )
     created, meta, info, chain_reply, forked = opened_reply
     state.owners.remember(chat_id, meta.user_id)
+    if created and state.settings.encryption is not None:
+        # A sealed chat's owner has a data key before its first append (made only now: an
+        # open that is refused makes none).
+        yield from owner_keys(state, user_id, create=True)
     chain = None
     if chain_reply is not None:
         chain = yield from assemble_chain(
-            state, chat, ACTIVE_BRANCH_KEY, cached, meta.incarnation, chain_reply
+            state, chat, ACTIVE_BRANCH_KEY, cached, meta.incarnation, chain_reply, user_id
         )
         check_head(chat.key("branch"), info, chain)
     if created or meta_args:

@@ -22,10 +22,12 @@ from ctxstore._base.ids import check_name
 from ctxstore._core.cache import CachedChain, estimated_size
 from ctxstore._core.format.fields import corrupt, field_text, text
 from ctxstore._core.format.pointers import branch_info
-from ctxstore._core.format.records import Slice, chain_messages
+from ctxstore._core.format.records import Slice, chain_messages, record_id
+from ctxstore._core.format.sealed import ChatSeal
 from ctxstore._core.format.summaries import parse_summary_member
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
+from ctxstore._core.ops.data_keys import opened
 from ctxstore._core.ops.versions import chain_versions_call
 from ctxstore._core.protocol import Arg, Call, Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
@@ -51,22 +53,23 @@ def get_message(
     script = load_script("get_message")
     key = chat.key("log")
 
-    def parse(reply: Sequence[Any]) -> StoredMessage:
+    def decode(reply: Sequence[Any], seal: ChatSeal | None) -> StoredMessage:
         position, record, parent_position, parent_record, inc = reply
-        inc = text(inc)
         parent_id = None
         if int(parent_position) >= 0:
-            parent = Slice(int(parent_position), int(parent_position), [parent_record])
-            parent_id = chain_messages([parent], inc, key, None)[0][0]["id"]
+            parent_id = record_id(parent_record, inc, key, int(parent_position))
         own = Slice(int(position), int(position), [record])
-        return chain_messages([own], inc, key, parent_id)[0][0]
+        return chain_messages([own], inc, key, parent_id, seal=seal)[0][0]
 
-    message: StoredMessage = yield script_call(
+    reply: list[Any] = yield script_call(
         script,
         keys_for(script, chat),
         (*scope_args(user_id, incarnation), message_id),
-        parse=parse,
+        parse=lambda raw: [*raw[:4], text(raw[4])],
         context=chat_context(chat_id),
+    )
+    message: StoredMessage = yield from opened(
+        state, chat_id, user_id, reply[4], lambda seal: decode(reply, seal)
     )
     return message
 
@@ -110,9 +113,11 @@ def assemble_chain(
     cached: CachedChain | None,
     incarnation: str,
     reply: ChainReply,
+    owner: str | None = None,
 ) -> Operation[CachedChain]:
     """The whole chain of a read reply: the cached prefix it builds on, the chunks still to read,
-    and the records it carried; kept in the cache for the next read."""
+    and the records it carried (opened with the keys of ``owner``, the caller, when sealed);
+    kept in the cache for the next read."""
     base = cached if reply.base >= 0 and cached is not None and cached.head == reply.base else None
     if reply.next >= 0:
         reply = yield from walk_on(state, chat, incarnation, cached, reply)
@@ -123,8 +128,14 @@ def assemble_chain(
         )
     key = chat.key("log")
     parent_id = base.shared_messages[base.length - 1]["id"] if base is not None else None
-    added, added_payloads, head_tag = chain_messages(
-        parts, incarnation, key, parent_id, pause_gc=state.settings.pause_gc
+    added, added_payloads, head_tag = yield from opened(
+        state,
+        chat.chat_id,
+        owner,
+        incarnation,
+        lambda seal: chain_messages(
+            parts, incarnation, key, parent_id, pause_gc=state.settings.pause_gc, seal=seal
+        ),
     )
     if not added and base is not None:
         head_tag = base.head_tag
@@ -313,14 +324,18 @@ def _read_chain(
     else:
         name, raw_branch, active, inc, reply = yield read
     if window.cuts or reply.summary_position >= 0:
-        chain = yield from assemble_window(state, chat, inc, reply)
+        chain = yield from assemble_window(state, chat, inc, reply, user_id)
     else:
-        chain = yield from assemble_chain(state, chat, cache_key, cached, inc, reply)
+        chain = yield from assemble_chain(state, chat, cache_key, cached, inc, reply, user_id)
     return name, raw_branch, active, chain, reply
 
 
 def assemble_window(
-    state: StoreState, chat: ChatKeys, incarnation: str, reply: ChainReply
+    state: StoreState,
+    chat: ChatKeys,
+    incarnation: str,
+    reply: ChainReply,
+    owner: str | None = None,
 ) -> Operation[CachedChain]:
     """The newest ``reply.kept`` messages of a window read (not cached). The script sent one
     more record when the window does not start at the root: the first kept message's parent,
@@ -335,8 +350,14 @@ def assemble_window(
             state, chat, incarnation, reply.left, chat_context(chat.chat_id)
         )
     key = chat.key("log")
-    messages, payloads, head_tag = chain_messages(
-        parts, incarnation, key, None, pause_gc=state.settings.pause_gc
+    messages, payloads, head_tag = yield from opened(
+        state,
+        chat.chat_id,
+        owner,
+        incarnation,
+        lambda seal: chain_messages(
+            parts, incarnation, key, None, pause_gc=state.settings.pause_gc, seal=seal
+        ),
     )
     if len(messages) != read:
         raise corrupt(

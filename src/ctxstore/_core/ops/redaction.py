@@ -14,6 +14,7 @@ redacted already and writes nothing.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -23,8 +24,10 @@ from ctxstore._base.ids import check_name
 from ctxstore._core.format.codec import encode
 from ctxstore._core.format.fields import text
 from ctxstore._core.format.jobs import DEFAULT_KEEP
-from ctxstore._core.format.records import encode_record, read_record
+from ctxstore._core.format.records import encode_record, open_record, read_record
+from ctxstore._core.format.sealed import METADATA, PAYLOAD, ChatSeal
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
+from ctxstore._core.ops.data_keys import opened
 from ctxstore._core.ops.jobs import enqueue_job
 from ctxstore._core.protocol import Operation, script_call
 from ctxstore._core.scripts import load_script
@@ -55,13 +58,28 @@ def redact_message(
     _check_reason(reason)
     chat = state.keyspace.chat(chat_id)
     for _attempt in range(ATTEMPTS):
-        position, raw, message_id_read = yield _read_call(
+        position, raw, message_id_read, inc = yield _read_call(
             state, chat_id, message_id, user_id, incarnation
         )
+        call = yield from opened(
+            state,
+            chat_id,
+            user_id,
+            inc,
+            functools.partial(
+                _redact_call,
+                state,
+                chat_id,
+                message_id_read,
+                position,
+                raw,
+                reason,
+                user_id,
+                incarnation,
+            ),
+        )
         try:
-            redaction: Redaction = yield _redact_call(
-                state, chat_id, message_id_read, position, raw, reason, user_id, incarnation
-            )
+            redaction: Redaction = yield call
         except ConflictError as error:
             if error.details.get("reason") != "changed":
                 raise
@@ -104,7 +122,7 @@ def _read_call(
         script,
         keys_for(script, state.keyspace.chat(chat_id)),
         (*scope_args(user_id, incarnation), message_id),
-        parse=lambda reply: (int(reply[0]), bytes(reply[1]), message_id),
+        parse=lambda reply: (int(reply[0]), bytes(reply[1]), message_id, text(reply[4])),
         context=chat_context(chat_id),
     )
 
@@ -118,22 +136,30 @@ def _redact_call(
     reason: str | None,
     user_id: str | None,
     incarnation: str | None,
+    seal: ChatSeal | None = None,
 ) -> Any:
     chat = state.keyspace.chat(chat_id)
     key = chat.key("log")
-    _parent, _created, payload, chosen, tag = read_record(raw, key, position)
+    parent, _created, payload, chosen, tag = read_record(raw, key, position, seal)
     fields = _record_parts(raw, key, position)
+    if seal is not None:
+        open_record(fields, position, seal, key)
     marker = state.settings.redaction_marker
     now = state.clock()
     redacted = redacted_payload(payload, marker)
     metadata = redacted_metadata(fields[3] if len(fields) == 6 else None, marker, reason, now)
     limit = state.limits.max_message_bytes
+    body = encode(redacted, what="the redacted message", limit=limit)
+    packed_metadata = encode(metadata, what="the redacted metadata", limit=limit, strict=True)
+    if seal is not None:  # sealed for the same place: its position and parent
+        body = seal.seal(PAYLOAD, body, position, parent)
+        packed_metadata = seal.seal(METADATA, packed_metadata, position, parent)
     record = encode_record(
-        encode(redacted, what="the redacted message", limit=limit),
+        body,
         created_at=msgpack.packb(fields[1]),
         tag=tag,
         chosen=chosen or "",
-        metadata=encode(metadata, what="the redacted metadata", limit=limit, strict=True),
+        metadata=packed_metadata,
         parent=fields[0],
     )
     tokens = state.message_tokens(redacted)

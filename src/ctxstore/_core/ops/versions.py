@@ -10,8 +10,10 @@ from typing import Any
 
 from ctxstore._base.ids import check_name
 from ctxstore._core.format.fields import text
-from ctxstore._core.format.records import Slice, chain_messages
+from ctxstore._core.format.records import Slice, chain_messages, record_id
+from ctxstore._core.format.sealed import ChatSeal
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
+from ctxstore._core.ops.data_keys import opened
 from ctxstore._core.protocol import Call, Operation, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
@@ -32,17 +34,15 @@ def message_versions(
     script = load_script("message_versions")
     key = chat.key("log")
 
-    def parse(reply: Sequence[Any]) -> list[MessageVersion]:
+    def decode(reply: Sequence[Any], seal: ChatSeal | None) -> list[MessageVersion]:
         inc, parent_position, parent_record, versions = reply
-        inc = text(inc)
         parent_id = None
         if int(parent_position) >= 0:
-            parent = Slice(int(parent_position), int(parent_position), [parent_record])
-            parent_id = chain_messages([parent], inc, key, None)[0][0]["id"]
+            parent_id = record_id(parent_record, inc, key, int(parent_position))
         found = []
         for position, record, branches in versions:
             own = Slice(int(position), int(position), [record])
-            stored = chain_messages([own], inc, key, parent_id)[0][0]
+            stored = chain_messages([own], inc, key, parent_id, seal=seal)[0][0]
             found.append(
                 MessageVersion(
                     id=stored["id"],
@@ -55,12 +55,15 @@ def message_versions(
             )
         return found
 
-    versions: list[MessageVersion] = yield script_call(
+    reply: list[Any] = yield script_call(
         script,
         keys_for(script, chat),
         (*scope_args(user_id, incarnation), message_id),
-        parse=parse,
+        parse=lambda raw: [text(raw[0]), *raw[1:4]],
         context=chat_context(chat_id),
+    )
+    versions: list[MessageVersion] = yield from opened(
+        state, chat_id, user_id, reply[0], lambda seal: decode(reply, seal)
     )
     return versions
 
@@ -87,9 +90,7 @@ def chain_versions_call(
         inc, found = text(reply[0]), reply[1]
         versions: ChainVersions = {}
         for position, record, index, count in found:
-            own = Slice(int(position), int(position), [record])
-            message_id = chain_messages([own], inc, key, None)[0][0]["id"]
-            versions[message_id] = (int(index), int(count))
+            versions[record_id(record, inc, key, int(position))] = (int(index), int(count))
         return versions
 
     return script_call(

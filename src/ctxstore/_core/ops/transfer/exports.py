@@ -25,10 +25,12 @@ from ctxstore._core.format.fields import corrupt, field_count, pairs
 from ctxstore._core.format.pointers import BranchRecord, branch_record, checkpoint_record
 from ctxstore._core.format.portable import FORMAT_VERSION, put_value
 from ctxstore._core.format.records import Slice, decode_records, derived_id, record_fields
+from ctxstore._core.format.sealed import ChatSeal
 from ctxstore._core.format.summaries import parse_summary_member
 from ctxstore._core.format.tokens import TOK_WIDTH, entry_at
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
+from ctxstore._core.ops.data_keys import opened
 from ctxstore._core.ops.owner_records import owned_chat_ids
 from ctxstore._core.protocol import Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
@@ -82,8 +84,8 @@ def export_snapshot(state: StoreState, keys: ChatKeys, snapshot: Snapshot) -> Pl
     chunk = state.limits.read_chunk_messages
     for first in range(0, snapshot.length, chunk):
         last = min(first + chunk, snapshot.length) - 1
-        records, tok = yield Run(read_chunk(keys, snapshot.incarnation, first, last))
-        for record in message_records(keys, snapshot.incarnation, first, records, tok, ids, totals):
+        items = yield Run(message_chunk(state, keys, snapshot, first, last, ids, totals))
+        for record in items:
             yield Emit(record)
     for record in pointer_records(keys, snapshot, ids):
         yield Emit(record)
@@ -195,6 +197,36 @@ def read_chunk(
     return list(records), bytes(tok)
 
 
+def message_chunk(
+    state: StoreState,
+    keys: ChatKeys,
+    snapshot: Snapshot,
+    first: int,
+    last: int,
+    ids: list[str],
+    totals: list[int],
+) -> Operation[list[dict[str, Any]]]:
+    """The message records of positions ``first..last``, read and opened (a sealed chat's
+    with its owner's keys); ``ids`` and ``totals`` grow by the chunk's."""
+    records, tok = yield from read_chunk(keys, snapshot.incarnation, first, last)
+
+    def decode(seal: ChatSeal | None) -> list[dict[str, Any]]:
+        known = len(ids)
+        try:
+            return message_records(
+                keys, snapshot.incarnation, first, records, tok, ids, totals, seal
+            )
+        except BaseException:  # opened() may decode again with other keys: as it was
+            del ids[known:], totals[known:]
+            raise
+
+    owner = str(snapshot.chat["user_id"])
+    items: list[dict[str, Any]] = yield from opened(
+        state, keys.chat_id, owner, snapshot.incarnation, decode
+    )
+    return items
+
+
 def message_records(
     keys: ChatKeys,
     incarnation: str,
@@ -203,11 +235,13 @@ def message_records(
     tok: bytes,
     ids: list[str],
     totals: list[int],
+    seal: ChatSeal | None = None,
 ) -> list[dict[str, Any]]:
-    """The message records of one chunk starting at position ``first``; ``ids`` and
-    ``totals`` (every earlier position's id and chain tokens) grow by the chunk's."""
+    """The message records of one chunk starting at position ``first`` (opened with
+    ``seal``, a sealed chat's); ``ids`` and ``totals`` (every earlier position's id and chain
+    tokens) grow by the chunk's."""
     log_key, tok_key = keys.key("log"), keys.key("tok")
-    decoded = decode_records([Slice(first, first + len(records) - 1, records)], log_key)
+    decoded = decode_records([Slice(first, first + len(records) - 1, records)], log_key, seal)
     out = []
     for offset, record in enumerate(decoded):
         position = first + offset

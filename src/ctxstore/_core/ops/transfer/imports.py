@@ -61,12 +61,15 @@ from ctxstore._core.format.records import (
     packed_time,
     run_member,
 )
+from ctxstore._core.format.sealed import METADATA, PAYLOAD, ChatSeal
 from ctxstore._core.format.summaries import MAX_SUMMARY_TOKENS, summary_member
 from ctxstore._core.format.tokens import MAX_MESSAGE_TOKENS, check_chain_total, entry, flags_of
+from ctxstore._core.format.versions import FORMAT, SEALED_FORMAT
 from ctxstore._core.ids import new_incarnation, new_tags
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops import indexes, owner_records
 from ctxstore._core.ops.chats import chat_context, check_title, log_index_failures, metadata_args
+from ctxstore._core.ops.data_keys import owner_keys
 from ctxstore._core.protocol import (
     MAX_COMMAND_ARGUMENTS,
     Arg,
@@ -230,6 +233,9 @@ class ChatImport:
         self._active: list[str] = []
         self._checkpoints: set[str] = set()
         self._summaries: set[int] = set()
+        #: A store with encryption seals the records for the new incarnation (after the chat
+        #: record, which names the owner whose keys seal them).
+        self._seal: ChatSeal | None = None
 
     # --- records -------------------------------------------------------------------------------
 
@@ -258,6 +264,8 @@ class ChatImport:
             )
         if kind == "chat":
             self._header = self._start(record, where)
+            if self._state.settings.encryption is not None:
+                return self._take_keys(self._header.user_id)
         elif kind == "message":
             self._message(record, where)
         elif kind == "branch":
@@ -274,6 +282,12 @@ class ChatImport:
         ):
             return self._stage()
         return None
+
+    def _take_keys(self, user_id: str) -> Operation[None]:
+        """The owner's data keys (made if the owner has none), to seal the records with."""
+        keys = yield from owner_keys(self._state, user_id, create=True)
+        chat_id = self._require_keys().chat_id
+        self._seal = ChatSeal(keys, self._state.keyspace.namespace, chat_id, self._incarnation)
 
     def _start(self, record: Mapping[str, Any], where: str) -> _Header:
         version = record.get("version")
@@ -359,6 +373,10 @@ class ChatImport:
         tag = self._tags.pop()
         follows = parent >= 0 and parent == position - 1
         chunk = self._chunk
+        if self._seal is not None:
+            body = self._seal.seal(PAYLOAD, body, position, parent)
+            if extra:
+                extra = self._seal.seal(METADATA, extra, position, parent)
         record_bytes = encode_record(
             body,
             created_at=packed_time(created_at),
@@ -520,6 +538,7 @@ class ChatImport:
                 header.title or "",
                 "" if header.ttl_ms is None else header.ttl_ms,
                 "\t".join(str(count) for count in counts),
+                FORMAT if self._seal is None else SEALED_FORMAT,
                 *header.fields,
             ),
             parse=lambda reply: chat_meta(keys.chat_id, keys.key("chat"), reply),

@@ -41,10 +41,13 @@ from ctxstore._core.format.records import (
     read_record,
     run_member,
 )
+from ctxstore._core.format.sealed import ChatSeal, MissingDataKeyError
 from ctxstore._core.format.tokens import flags_of
+from ctxstore._core.format.versions import SEALED_FORMAT
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops import owner_records
 from ctxstore._core.ops.chats import chat_context, keys_for
+from ctxstore._core.ops.data_keys import fresh_seal
 from ctxstore._core.ops.verify.tokens import check_summaries, check_token_entries
 from ctxstore._core.protocol import (
     Arg,
@@ -286,24 +289,30 @@ class _Log:
         return derived_id(position, incarnation, tag)
 
 
-def _decode(raw: bytes, key: str, position: int) -> tuple[int, str | None, str, int] | Problem:
-    """The parent, chosen id, tag and token-entry flag of one record, or why it is not a
-    message record."""
+def _decode(
+    raw: bytes, key: str, position: int, seal: ChatSeal | None
+) -> tuple[int, str | None, str, int] | Problem:
+    """The parent, chosen id, tag and token-entry flag of one record (opened with ``seal``, a
+    sealed chat's: a record that does not open where it stands is a problem too), or why it is
+    not a message record."""
     try:
-        parent, _created_at, payload, chosen, tag = read_record(raw, key, position)
+        parent, _created_at, payload, chosen, tag = read_record(raw, key, position, seal)
     except CorruptionError as error:
         return Problem("record", key, str(position), str(error.details["reason"]))
+    except MissingDataKeyError as missing:
+        reason = f"sealed with key {missing.key_id!r}, not a data key of the chat's owner"
+        return Problem("record", key, str(position), reason)
     return parent, chosen, tag, flags_of(payload)
 
 
-def _scan_log(snapshot: _Snapshot, pause_gc: bool) -> _Log:
+def _scan_log(snapshot: _Snapshot, pause_gc: bool, seal: ChatSeal | None = None) -> _Log:
     """Decode every record on its own, so one broken record is one problem, not a crash."""
     key = snapshot.keys.key("log")
     log = _Log()
     seen: dict[str, int] = {}
     with gc_paused(len(snapshot.records), pause=pause_gc):
         for position, raw in enumerate(snapshot.records):
-            decoded = _decode(raw, key, position)
+            decoded = _decode(raw, key, position, seal)
             if isinstance(decoded, Problem):
                 log.problems.append(decoded)
                 log.parents.append(None)
@@ -653,12 +662,12 @@ def _plan(found: _Findings, chat_sound: bool, log_sound: bool) -> _Plan:
 
 
 def _check(
-    state: StoreState, snapshot: _Snapshot, pause_gc: bool = True
+    state: StoreState, snapshot: _Snapshot, pause_gc: bool = True, seal: ChatSeal | None = None
 ) -> tuple[VerifyReport, _Plan]:
     """Every invariant of the snapshot: the report, and the plan that would repair it."""
     found = _Findings()
     chat_sound = _check_chat(found, snapshot)
-    log = _scan_log(snapshot, pause_gc)
+    log = _scan_log(snapshot, pause_gc, seal)
     found.problems += log.problems
     _check_alias(found, snapshot, log)
     _check_runs(found, snapshot, log)
@@ -763,18 +772,33 @@ def verify_chat(
     for _attempt in range(ATTEMPTS):
         snapshot = yield from _read(state, keys)
         _require_chat(snapshot)
-        report, plan = _check(state, snapshot, state.settings.pause_gc)
+        seal = yield from _seal_of(state, snapshot)
+        report, plan = _check(state, snapshot, state.settings.pause_gc, seal)
         if not repair or plan.empty:
             return report
         try:
             repaired = yield from _repair(state, snapshot, plan)
         except ConflictError:
             continue
-        after, _plan_after = _check(state, (yield from _read(state, keys)), state.settings.pause_gc)
+        again = yield from _read(state, keys)
+        after, _plan_after = _check(
+            state, again, state.settings.pause_gc, (yield from _seal_of(state, again))
+        )
         return replace(after, repaired=repaired)
     raise ConflictError(
         f"chat {chat_id!r} kept changing while it was being repaired; try again", chat_id=chat_id
     )
+
+
+def _seal_of(state: StoreState, snapshot: _Snapshot) -> Operation[ChatSeal | None]:
+    """What opens the records of a sealed chat (its owner's keys), None for a chat in the
+    clear; a store without encryption checks a sealed chat's records up to their payloads,
+    which it refuses (``ConfigurationError``)."""
+    owner, incarnation = snapshot.field("user_id"), snapshot.incarnation
+    if snapshot.field("fmt") != SEALED_FORMAT or owner is None or incarnation is None:
+        return None
+    seal: ChatSeal | None = yield from fresh_seal(state, snapshot.keys.chat_id, owner, incarnation)
+    return seal
 
 
 def _require_chat(snapshot: _Snapshot) -> None:

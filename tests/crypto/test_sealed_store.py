@@ -1,0 +1,424 @@
+"""A store with encryption: message payloads and metadata are sealed on the client, bound to
+their place; what Redis holds shows none of their text; a sealed value moved, swapped or
+replayed does not open; chats in the clear and sealed chats refuse the other kind of store.
+
+On the embedded store, a redis-server and the Cluster, through the sync and the async shell.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+import ctxstore
+from ctxstore import NewMessage
+from ctxstore.crypto import LocalKeyProvider
+from ctxstore.errors import (
+    ChatNotFoundError,
+    ConfigurationError,
+    CorruptionError,
+    KeyUnavailableError,
+)
+from tests.conftest import SHELLS, Clock
+from tests.support.facade import LoopThread, SyncOverAsync
+from tests.support.keyspace import raw_client, snapshot
+from tests.support.wire import trace_wire
+
+
+@pytest.fixture
+def provider() -> LocalKeyProvider:
+    return LocalKeyProvider.from_keys({"kek-a": os.urandom(32)}, current="kek-a")
+
+
+def connect(backend: str, namespace: str, clock: Clock, provider: Any, shell: str,
+            loop_thread: LoopThread) -> tuple[Any, Any]:  # fmt: skip
+    """An admin handle of a store with ``provider`` (None: without encryption), and its
+    closer."""
+    if shell == "sync":
+        opened = ctxstore.connect(backend, namespace=namespace, clock=clock, encryption=provider)
+        return opened.admin(), opened.close
+    made = ctxstore.connect_async(backend, namespace=namespace, clock=clock, encryption=provider)
+    return SyncOverAsync(made.admin(), loop_thread), lambda: loop_thread.run(made.close())
+
+
+@pytest.fixture(params=SHELLS)
+def shell(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+def sealed(
+    backend: str,
+    namespace: str,
+    clock: Clock,
+    provider: LocalKeyProvider,
+    shell: str,
+    loop_thread: LoopThread,
+) -> Iterator[Any]:
+    store, close = connect(backend, namespace, clock, provider, shell, loop_thread)
+    yield store
+    close()
+
+
+@pytest.fixture
+def plain(
+    backend: str, namespace: str, clock: Clock, shell: str, loop_thread: LoopThread
+) -> Iterator[Any]:
+    store, close = connect(backend, namespace, clock, None, shell, loop_thread)
+    yield store
+    close()
+
+
+def marker() -> str:
+    return f"MARK{uuid.uuid4().hex}"
+
+
+def every_byte(backend: str, base: str) -> bytes:
+    """Every key name and value under ``<base>:``, read by type (no compressed dump)."""
+    client = raw_client(backend)
+    try:
+        out = []
+        for key, (kind, _content) in snapshot(backend, base).items():
+            out.append(key)
+            if kind == "list":
+                out += client.lrange(key, 0, -1)
+            elif kind == "hash":
+                for field, value in client.hgetall(key).items():
+                    out += [field, value]
+            elif kind == "zset":
+                out += [member for member, _score in client.zrange(key, 0, -1, withscores=True)]
+            elif kind == "string":
+                out.append(client.get(key))
+            elif kind == "stream":
+                for _id, fields in client.xrange(key):
+                    for field, value in fields.items():
+                        out += [field, value]
+        return b"\n".join(out)
+    finally:
+        client.close()
+
+
+def fill(store: Any, chat_id: str = "c1", user: str = "alice") -> tuple[list[str], list[str]]:
+    """A chat of three messages (one with metadata) and a fork; the markers in them, and the
+    ids of the main branch."""
+    marks = [marker() for _ in range(5)]
+    store.open_chat(chat_id, user)
+    first = store.append(
+        chat_id, None, [{"role": "user", "content": marks[0]}], expected_head=None, user_id=user
+    )
+    second = store.append(
+        chat_id,
+        None,
+        [
+            {"role": "assistant", "content": marks[1]},
+            NewMessage({"role": "user", "content": marks[2]}, metadata={"note": marks[3]}),
+        ],
+        expected_head=first.head_message_id,
+        user_id=user,
+    )
+    store.create_branch(chat_id, first.head_message_id, name="side", activate=False, user_id=user)
+    store.append(
+        chat_id, "side", [{"role": "assistant", "content": marks[4]}],
+        expected_head=first.head_message_id, user_id=user,
+    )  # fmt: skip
+    return marks, [first.head_message_id, *second.message_ids]
+
+
+def contents(messages: list[Any]) -> list[str]:
+    return [message["message"]["content"] for message in messages]
+
+
+def test_what_redis_holds_shows_none_of_the_messages_text(
+    sealed: Any, backend: str, namespace: str
+) -> None:
+    marks, ids = fill(sealed)
+    raw = every_byte(backend, f"ctx:{namespace}")
+    assert b"MARK" not in raw
+    assert contents(sealed.load_branch("c1", user_id="alice").messages) == marks[:3]
+    assert sealed.get_message("c1", ids[2], user_id="alice")["metadata"] == {"note": marks[3]}
+    assert contents(sealed.load_branch("c1", "side", user_id="alice").messages) == [
+        marks[0],
+        marks[4],
+    ]
+
+
+def test_every_read_opens_the_sealed_records(sealed: Any) -> None:
+    marks, ids = fill(sealed)
+    graph = sealed.get_graph("c1")
+    assert [node.preview for node in graph.messages] == [*marks[:3], marks[4]]
+    versions = sealed.message_versions("c1", ids[1], user_id="alice")
+    assert [version.message["content"] for version in versions] == [marks[1], marks[4]]
+    exported = list(sealed.export_chat("c1"))
+    texts = [item["message"]["content"] for item in exported if item["type"] == "message"]
+    assert texts == [*marks[:3], marks[4]]
+    assert sealed.verify_chat("c1").ok
+
+
+def test_a_cold_process_reads_and_writes_a_sealed_chat(
+    sealed: Any, backend: str, namespace: str, clock: Clock, provider: Any, shell: str,
+    loop_thread: LoopThread,
+) -> None:  # fmt: skip
+    """A store that holds none of the chat (its process caches forgotten): it reads the owner's
+    keys, and its first append, predicting no place, is sealed again for where it lands."""
+    marks, _ids = fill(sealed)
+    _forget_process_caches()
+    other, close = connect(backend, namespace, clock, provider, shell, loop_thread)
+    try:
+        assert contents(other.load_branch("c1", user_id="alice").messages) == marks[:3]
+        _forget_process_caches()
+        more = marker()
+        other.append(
+            "c1", None, [{"role": "user", "content": more}], expected_head=None,
+            on_conflict="rebase", user_id="alice",
+        )  # fmt: skip
+        assert contents(sealed.load_branch("c1", user_id="alice").messages) == [*marks[:3], more]
+    finally:
+        close()
+
+
+def _forget_process_caches() -> None:
+    from ctxstore._core.state import REGISTRY
+
+    for caches in REGISTRY.all_caches():
+        caches.data_keys = type(caches.data_keys)()
+        caches.places = type(caches.places)()
+        caches.chains.clear()
+        caches.owners = type(caches.owners)()
+
+
+def test_a_writer_between_costs_one_more_round_trip_and_lands_sealed_for_its_place(
+    sealed: Any, backend: str
+) -> None:
+    sealed.open_chat("c1", "alice")
+    first = sealed.append(
+        "c1", None, [{"role": "user", "content": "one"}], expected_head=None, user_id="alice"
+    )
+    sealed.append(
+        "c1", None, [{"role": "user", "content": "two"}], expected_head=first.head_message_id,
+        user_id="alice",
+    )  # fmt: skip
+    with trace_wire() as wire:
+        rebased = sealed.append(
+            "c1", None, [{"role": "user", "content": "three"}],
+            expected_head=first.head_message_id, on_conflict="rebase", user_id="alice",
+        )  # fmt: skip
+    assert rebased.rebased
+    if "cluster" not in backend:  # (a Cluster's index touches ride along, and are put back)
+        assert wire.round_trips == 2  # refused before any write, then sealed for its parent
+    assert contents(sealed.load_branch("c1", user_id="alice").messages) == ["one", "two", "three"]
+
+
+def test_an_edit_is_sealed_for_the_parent_it_forks_from(sealed: Any) -> None:
+    sealed.open_chat("c1", "alice")
+    sealed.append(
+        "c1", None,
+        [{"role": "user", "content": "q", "id": "m1"}, {"role": "assistant", "content": "a",
+                                                        "id": "m2"}],
+        expected_head=None, user_id="alice",
+    )  # fmt: skip
+    edited = sealed.append(
+        "c1", None, [{"role": "assistant", "content": "a2", "id": "m2"}], expected_head="m2",
+        on_existing="fork", user_id="alice",
+    )  # fmt: skip
+    assert edited.created_branches
+    assert contents(sealed.load_branch("c1", user_id="alice").messages) == ["q", "a2"]
+    assert sealed.verify_chat("c1").ok
+
+
+def log_key(namespace: str, chat_id: str) -> str:
+    return f"ctx:{namespace}:{{{chat_id}}}:log"
+
+
+@pytest.mark.parametrize("move", ["to another position", "swapped", "into another chat"])
+def test_a_sealed_record_moved_from_its_place_does_not_open(
+    sealed: Any, backend: str, namespace: str, move: str
+) -> None:
+    _marks, _ids = fill(sealed)
+    client = raw_client(backend)
+    key = log_key(namespace, "c1")
+    try:
+        records = client.lrange(key, 0, -1)
+        if move == "to another position":
+            client.lset(key, 2, records[1])
+            broken = 2
+        elif move == "swapped":
+            client.lset(key, 1, records[2])
+            client.lset(key, 2, records[1])
+            broken = 1
+        else:
+            fill(sealed, "c2")
+            client.lset(log_key(namespace, "c2"), 1, records[1])
+            key, broken = log_key(namespace, "c2"), 1
+    finally:
+        client.close()
+    chat_id = "c2" if move == "into another chat" else "c1"
+    with pytest.raises(CorruptionError) as raised:
+        sealed.load_branch(chat_id, user_id="alice")
+    assert raised.value.details["key"] == key
+    assert raised.value.details["field"] == str(broken)
+    assert "does not open where it stands" in str(raised.value)
+    assert "MARK" not in str(raised.value)
+    assert not sealed.verify_chat(chat_id).ok
+
+
+def test_an_old_record_replayed_into_a_recreated_chat_does_not_open(
+    sealed: Any, backend: str, namespace: str
+) -> None:
+    fill(sealed)
+    client = raw_client(backend)
+    key = log_key(namespace, "c1")
+    try:
+        old = client.lrange(key, 0, -1)
+        sealed.delete_chat("c1")
+        sealed.open_chat("c1", "alice")
+        sealed.append(
+            "c1", None, [{"role": "user", "content": "new"}], expected_head=None, user_id="alice"
+        )
+        client.lset(key, 0, old[0])
+    finally:
+        client.close()
+    with pytest.raises(CorruptionError) as raised:
+        sealed.load_branch("c1", user_id="alice")
+    assert raised.value.details["field"] == "0"
+
+
+def test_another_users_record_does_not_open_in_a_chat(
+    sealed: Any, backend: str, namespace: str
+) -> None:
+    fill(sealed, "c1", "alice")
+    fill(sealed, "c2", "bob")
+    client = raw_client(backend)
+    try:
+        client.lset(log_key(namespace, "c2"), 0, client.lindex(log_key(namespace, "c1"), 0))
+    finally:
+        client.close()
+    with pytest.raises(CorruptionError) as raised:
+        sealed.load_branch("c2", user_id="bob")
+    assert "not a data key of the chat's owner" in str(raised.value)
+
+
+def test_a_chat_in_the_clear_is_refused_by_a_store_with_encryption(
+    sealed: Any, plain: Any, snap: Any
+) -> None:
+    plain.open_chat("c1", "alice")
+    head = plain.append(
+        "c1", None, [{"role": "user", "content": "clear"}], expected_head=None, user_id="alice"
+    ).head_message_id
+    before = snap()
+    with pytest.raises(CorruptionError) as read:
+        sealed.load_branch("c1", user_id="alice")
+    assert "not sealed" in str(read.value)
+    with pytest.raises(CorruptionError) as written:
+        sealed.append(
+            "c1", None, [{"role": "user", "content": "x"}], expected_head=head, user_id="alice"
+        )
+    assert "written without encryption" in str(written.value)
+    assert written.value.details["key"].endswith(":chat")
+    assert snap() == before
+
+
+def test_a_sealed_chat_is_refused_by_a_store_without_encryption(
+    sealed: Any, plain: Any, snap: Any
+) -> None:
+    _marks, ids = fill(sealed)
+    before = snap()
+    for call in (
+        lambda: plain.load_branch("c1", user_id="alice"),
+        lambda: plain.get_message("c1", ids[1], user_id="alice"),
+        lambda: plain.append(
+            "c1", None, [{"role": "user", "content": "x"}], expected_head=ids[-1],
+            user_id="alice",
+        ),
+    ):  # fmt: skip
+        with pytest.raises(ConfigurationError, match="encryption"):
+            call()
+    assert snap() == before
+
+
+def test_records_sealed_before_a_new_key_encryption_key_still_open(
+    backend: str, namespace: str, clock: Clock, shell: str, loop_thread: LoopThread
+) -> None:
+    provider = LocalKeyProvider.from_keys({"kek-1": os.urandom(32)}, current="kek-1")
+    store, close = connect(backend, namespace, clock, provider, shell, loop_thread)
+    try:
+        fill(store, "c1", "alice")
+        provider.add_key()
+        fill(store, "c2", "bob")
+        _forget_process_caches()
+        assert len(store.load_branch("c1", user_id="alice").messages) == 3
+        assert len(store.load_branch("c2", user_id="bob").messages) == 3
+    finally:
+        close()
+
+
+def test_erasing_a_user_destroys_the_key_every_copy_of_their_records_needs(
+    sealed: Any, backend: str, namespace: str
+) -> None:
+    """A copy taken before the erasure (every key, as a backup holds it) put back after it:
+    the erased user's records never open again; the other user's still do."""
+    fill(sealed, "c1", "alice")
+    bob_marks, _ = fill(sealed, "c2", "bob")
+    client = raw_client(backend)
+    try:
+        backup = {key: client.dump(key) for key in snapshot(backend, f"ctx:{namespace}")}
+        receipt = sealed.erase_user("alice")
+        assert receipt.removed["data keys"] == 1
+        assert any("no longer open" in place for place in receipt.unreachable) or (
+            backend.startswith("memory")
+        )
+        for key, dumped in backup.items():
+            client.restore(key, 0, dumped, replace=True)
+    finally:
+        client.close()
+    _forget_process_caches()
+    with pytest.raises(KeyUnavailableError) as raised:
+        sealed.load_branch("c1", user_id="alice")
+    assert raised.value.details["subject"] == "alice"
+    assert raised.value.details["key_id"]
+    assert contents(sealed.load_branch("c2", user_id="bob").messages) == bob_marks[:3]
+
+
+def test_an_append_refused_leaves_no_trace_not_even_a_data_key(sealed: Any, snap: Any) -> None:
+    fill(sealed, "c1", "alice")
+    before = snap()
+    with pytest.raises(ChatNotFoundError):
+        sealed.append("nope", None, [{"role": "user", "content": "x"}], expected_head=None)
+    with pytest.raises(ChatNotFoundError):  # bob, who has no data key, and alice's chat
+        sealed.append(
+            "c1", None, [{"role": "user", "content": "x"}], expected_head=None, user_id="bob"
+        )
+    assert snap() == before
+
+
+def test_a_sealed_chat_whose_owner_has_no_key_yet_gets_one_with_its_first_append(
+    sealed: Any, backend: str, namespace: str
+) -> None:
+    """An open that created the chat and stopped before making the owner's key: the first
+    append asks the script where its records land (sealing nothing it keeps), then makes it."""
+    sealed.open_chat("c1", "alice")
+    client = raw_client(backend)
+    try:
+        client.delete(f"ctx:{namespace}:dkey:{{alice}}")
+    finally:
+        client.close()
+    _forget_process_caches()
+    sealed.append("c1", None, [{"role": "user", "content": "first"}], expected_head=None)
+    assert contents(sealed.load_branch("c1", user_id="alice").messages) == ["first"]
+
+
+def test_an_import_by_a_store_with_encryption_is_sealed(
+    sealed: Any, backend: str, namespace: str
+) -> None:
+    """An export is plaintext for its caller; imported again, the chat is sealed for its new
+    incarnation, and nothing of it is in the clear."""
+    marks, _ids = fill(sealed)
+    records = list(sealed.export_chat("c1"))
+    sealed.delete_chat("c1")
+    sealed.import_chat(records, chat_id="c9")
+    assert b"MARK" not in every_byte(backend, f"ctx:{namespace}")
+    assert contents(sealed.load_branch("c9", user_id="alice").messages) == marks[:3]
+    assert sealed.verify_chat("c9").ok
