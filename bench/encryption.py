@@ -15,17 +15,15 @@ from __future__ import annotations
 
 import os
 import statistics
-import subprocess
 import sys
-import tempfile
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import ctxstore
 from ctxstore.crypto import LocalKeyProvider
 
+from local_redis import local_redis
 from pinning import pin_to_one_cpu
 
 ROUNDS = 9
@@ -116,60 +114,52 @@ class Mode:
 
 def main() -> None:
     print(pin_to_one_cpu())
-    server = None
     if len(sys.argv) > 1:
-        url = sys.argv[1]
-    else:
-        folder = Path(tempfile.mkdtemp())
-        port = 26398
-        server = subprocess.Popen(
-            ["redis-server", "--port", str(port), "--save", "", "--appendonly", "no",
-             "--dir", str(folder)],
-            stdout=subprocess.DEVNULL,
-        )  # fmt: skip
-        url = f"redis://127.0.0.1:{port}"
-        time.sleep(0.5)
-    try:
-        provider = LocalKeyProvider.from_keys({"kek-bench": os.urandom(32)}, current="kek-bench")
-        modes = {"plain": Mode(url, None, "plain"), "sealed": Mode(url, provider, "sealed")}
-        found: dict[str, dict[str, list[float]]] = {
-            name: {"save": [], "warm read": [], "cold read": []} for name in modes
-        }
-        for number in range(ROUNDS):
-            order = list(modes) if number % 2 == 0 else list(reversed(modes))
-            for name in order:
-                mode = modes[name]
-                found[name]["save"].append(timed(SAVES, mode.save))
-                found[name]["warm read"].append(
-                    statistics.median(mode.warm_read() for _ in range(READS))
-                )
-                found[name]["cold read"].append(timed(READS // 4, mode.cold_read))
-                found[name].setdefault("decrypt floor", []).append(
-                    statistics.median(mode.decrypt_floor() for _ in range(5))
-                )
-        for figure in ("save", "warm read", "cold read"):
-            plain = statistics.median(found["plain"][figure])
-            sealed = statistics.median(found["sealed"][figure])
-            print(
-                f"{figure:10s} plain {plain:8.1f} us  sealed {sealed:8.1f} us  "
-                f"ratio {sealed / plain:.2f}x"
+        compare(sys.argv[1])
+        return
+    with local_redis() as server:
+        compare(server.url)
+
+
+def compare(url: str) -> None:
+    """Both modes on ``url``, interleaved; prints the figures."""
+    provider = LocalKeyProvider.from_keys({"kek-bench": os.urandom(32)}, current="kek-bench")
+    modes = {"plain": Mode(url, None, "plain"), "sealed": Mode(url, provider, "sealed")}
+    found: dict[str, dict[str, list[float]]] = {
+        name: {"save": [], "warm read": [], "cold read": []} for name in modes
+    }
+    for number in range(ROUNDS):
+        order = list(modes) if number % 2 == 0 else list(reversed(modes))
+        for name in order:
+            mode = modes[name]
+            found[name]["save"].append(timed(SAVES, mode.save))
+            found[name]["warm read"].append(
+                statistics.median(mode.warm_read() for _ in range(READS))
             )
-        floor = statistics.median(found["sealed"]["decrypt floor"])
-        cold = statistics.median(found["plain"]["cold read"])
+            found[name]["cold read"].append(timed(READS // 4, mode.cold_read))
+            found[name].setdefault("decrypt floor", []).append(
+                statistics.median(mode.decrypt_floor() for _ in range(5))
+            )
+    for figure in ("save", "warm read", "cold read"):
+        plain = statistics.median(found["plain"][figure])
+        sealed = statistics.median(found["sealed"][figure])
         print(
-            f"AES-GCM alone on the {LENGTH + ROUNDS * READS} payloads of the cold read: "
-            f"{floor:.0f} us: a cold read's floor with encryption is {(cold + floor) / cold:.2f}x"
+            f"{figure:10s} plain {plain:8.1f} us  sealed {sealed:8.1f} us  "
+            f"ratio {sealed / plain:.2f}x"
         )
-        plain_bytes = modes["plain"].bytes_per_message()
-        sealed_bytes = modes["sealed"].bytes_per_message()
-        print(
-            f"memory per message of {len(TEXT) + 4} characters: plain {plain_bytes:.0f} B, "
-            f"sealed {sealed_bytes:.0f} B (+{sealed_bytes - plain_bytes:.0f} B, "
-            f"{sealed_bytes / plain_bytes:.2f}x)"
-        )
-    finally:
-        if server is not None:
-            server.terminate()
+    floor = statistics.median(found["sealed"]["decrypt floor"])
+    cold = statistics.median(found["plain"]["cold read"])
+    print(
+        f"AES-GCM alone on the {LENGTH + ROUNDS * READS} payloads of the cold read: "
+        f"{floor:.0f} us: a cold read's floor with encryption is {(cold + floor) / cold:.2f}x"
+    )
+    plain_bytes = modes["plain"].bytes_per_message()
+    sealed_bytes = modes["sealed"].bytes_per_message()
+    print(
+        f"memory per message of {len(TEXT) + 4} characters: plain {plain_bytes:.0f} B, "
+        f"sealed {sealed_bytes:.0f} B (+{sealed_bytes - plain_bytes:.0f} B, "
+        f"{sealed_bytes / plain_bytes:.2f}x)"
+    )
 
 
 if __name__ == "__main__":

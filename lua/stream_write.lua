@@ -9,14 +9,24 @@
 -- ARGV[5] now           epoch milliseconds
 -- ARGV[6] writer_ttl    milliseconds the stream stays live without another write
 -- ARGV[7] max_writes    the most writes a stream takes
--- ARGV[8] text          the text to add ("" only keeps the stream live)
+-- ARGV[8] text          the text to add ("" only keeps the stream live); in a sealed chat
+--                       "<write>:" then the text sealed by the client for this stream and write
+-- ARGV[9] sealed        "1" when the text is sealed (a store with encryption), else ""
 -- Reply: 1 when written, 0 for a resent write (applied already: nothing is written again)
 -- Errors: NOT_FOUND, REPLACED, CONFLICT lease_lost, CONFLICT stream_closed (the
 --         stream is not live: it ended, failed, or its writer let its deadline pass), INVALID (a
---         write out of order), LIMIT (past max_writes), CORRUPT.
+--         write out of order), LIMIT (past max_writes), CORRUPT (also a sealed text for a chat in
+--         the clear), SEALED (a text in the clear for a sealed chat).
 
 return run(function()
-  local _, inc = open_chat(KEYS[1], ARGV[1], ARGV[2], {})
+  local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'fmt'})
+  if (fields[1] == SEALED_FORMAT) ~= (ARGV[9] == '1') then
+    if ARGV[9] ~= '1' then
+      fail('SEALED', {})
+    end
+    corrupt(KEYS[1], 'fmt', 'a chat written without encryption, which a store with encryption '
+            .. 'refuses (docs/encryption.md)')
+  end
   local now, ttl, number = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[4])
   local raw = redis.call('HGET', KEYS[3], ARGV[3])
   local r = raw and parse_stream_record(KEYS[3], ARGV[3], raw)

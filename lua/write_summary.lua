@@ -17,17 +17,27 @@
 -- Reply: {position, written (1, or 0 when a summary of that message existed: it is returned
 --         and nothing is written), member, chain tokens through the message, depth of the
 --         message}
--- Errors: NOT_FOUND (chat, message), INVALID (member too short), CORRUPT, REPLACED.
+-- Errors: NOT_FOUND (chat, message), INVALID (member too short), CORRUPT (also a sealed
+--         summary for a chat in the clear), SEALED (a summary in the clear for a sealed chat),
+--         REPLACED.
 --
 -- A summary hangs on a message, so it applies to every branch whose chain holds that message
 -- and to none forked before it; messages appended while it was made are after it, untouched.
 
 return run(function()
-  local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'ttl'})
+  local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'ttl', 'fmt'})
   local ttl = chat_ttl(KEYS[1], fields[1])
   local pos = require_position(KEYS[3], KEYS[2], inc, ARGV[3])
   if #ARGV[4] <= SUMMARY_TOKEN_BYTES then
     fail('INVALID', {reason = 'a summary needs its tokens and a record'})
+  end
+  local sealed = fields[2] == SEALED_FORMAT
+  if summary_sealed(ARGV[4]) ~= sealed then
+    if sealed then
+      fail('SEALED', {})
+    end
+    corrupt(KEYS[1], 'fmt', 'a chat written without encryption, which a store with encryption '
+            .. 'refuses (docs/encryption.md)')
   end
   local tokens = select(2, tok_at(KEYS[6], pos))
   local depth = depth_at(KEYS[4], pos)

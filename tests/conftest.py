@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 import ctxstore
-from tests.support import servers
+from tests.support import encrypted_pass, servers
 from tests.support.facade import LoopThread, SyncOverAsync
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -93,25 +93,11 @@ def clock() -> Clock:
     return Clock()
 
 
-#: ``CTXSTORE_TEST_ENCRYPTION=1``: the store, sync_store and engine fixtures connect with
-#: ``encryption=`` (one in-memory key provider for the session), so the behaviour suites run
-#: on sealed chats (a pass of .ci/run, as the Valkey one).
-ENCRYPTION_ENV = "CTXSTORE_TEST_ENCRYPTION"
-ENCRYPTED = os.environ.get(ENCRYPTION_ENV, "").strip() not in ("", "0")
-_PROVIDER: list[Any] = []
-
-
 def encryption_options() -> dict[str, Any]:
-    """``{"encryption": <the session's provider>}`` in the encrypted pass, else nothing."""
-    if not ENCRYPTED:
-        return {}
-    if not _PROVIDER:
-        from ctxstore.crypto import LocalKeyProvider
-
-        _PROVIDER.append(
-            LocalKeyProvider.from_keys({"kek-test": bytes(range(32))}, current="kek-test")
-        )
-    return {"encryption": _PROVIDER[0]}
+    """``{"encryption": <the pass's provider>}`` in the encrypted pass (tests/support/
+    encrypted_pass.py), else nothing."""
+    found = encrypted_pass.provider()
+    return {} if found is None else {"encryption": found}
 
 
 #: The shells the store fixture runs each test through. They share one logic core and send the
@@ -181,3 +167,7 @@ def make_engine(store: Any, loop_thread: LoopThread) -> Any:
 
     make.store = store  # type: ignore[attr-defined]
     return make
+
+
+#: Whether this session is the encrypted pass (tests/support/encrypted_pass.py).
+ENCRYPTED = encrypted_pass.ENCRYPTED

@@ -13,16 +13,16 @@ local function summary_tokens(summary_key, member, pos)
   return (((a * 256 + b) * 256 + c) * 256 + d) * 256 + e
 end
 
--- Whether a summary member holds, after its tokens, a record ctxstore's reader accepts: a map
--- whose message_id and content are strings, created_at an integer and metadata a map.
-local function summary_record_ok(member)
+-- The msgpack kinds of the fields of a summary member's record (after its tokens), by name;
+-- nil when it holds no single map.
+local function summary_fields(member)
   local first = SUMMARY_TOKEN_BYTES + 1
   if #member < first or mp_skip(member, first) ~= #member + 1 then
-    return false
+    return nil
   end
   local kind, i, count = mp_head(member, first)
   if kind ~= 'map' then
-    return false
+    return nil
   end
   local found = {}
   for _ = 1, count do
@@ -33,8 +33,23 @@ local function summary_record_ok(member)
     end
     i = mp_skip(member, value_at)
   end
-  return found.message_id == 'str' and found.content == 'str' and found.created_at == 'int'
-    and found.metadata == 'map'
+  return found
+end
+
+-- Whether a summary member holds, after its tokens, a record ctxstore's reader accepts: a map
+-- whose message_id is a string, content a string (or, in a sealed chat, a bin: the content and
+-- metadata sealed by the client), created_at an integer and metadata a map.
+local function summary_record_ok(member)
+  local found = summary_fields(member)
+  return found ~= nil and found.message_id == 'str'
+    and (found.content == 'str' or found.content == 'bin')
+    and found.created_at == 'int' and found.metadata == 'map'
+end
+
+-- Whether a summary member's content is sealed (a bin: a sealed chat's summary).
+local function summary_sealed(member)
+  local found = summary_fields(member)
+  return found ~= nil and found.content == 'bin'
 end
 
 -- The newest summary on the chain ending at head: its position and member (-1, nil: none).

@@ -490,6 +490,17 @@ class MigrationFailure:
     error: str
 
 
+@dataclass(frozen=True)
+class KeyRotation:
+    """What :meth:`~ctxstore.store.Store.rotate_keys` did: ``key_id``, the key provider's
+    current key-encryption key every data key is now wrapped under; ``users`` whose keys were
+    read; ``data_keys`` wrapped again (no record changes: a data key is the same key after)."""
+
+    key_id: str
+    users: int = 0
+    data_keys: int = 0
+
+
 @dataclass
 class MigrationReport:
     """What :meth:`~ctxstore.store.Store.migrate` found and did.

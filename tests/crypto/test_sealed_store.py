@@ -105,7 +105,7 @@ def every_byte(backend: str, base: str) -> bytes:
 def fill(store: Any, chat_id: str = "c1", user: str = "alice") -> tuple[list[str], list[str]]:
     """A chat of three messages (one with metadata) and a fork; the markers in them, and the
     ids of the main branch."""
-    marks = [marker() for _ in range(5)]
+    marks = [marker() for _ in range(7)]
     store.open_chat(chat_id, user)
     first = store.append(
         chat_id, None, [{"role": "user", "content": marks[0]}], expected_head=None, user_id=user
@@ -125,6 +125,9 @@ def fill(store: Any, chat_id: str = "c1", user: str = "alice") -> tuple[list[str
         chat_id, "side", [{"role": "assistant", "content": marks[4]}],
         expected_head=first.head_message_id, user_id=user,
     )  # fmt: skip
+    store.write_summary(
+        chat_id, second.message_ids[0], marks[5], metadata={"note": marks[6]}, user_id=user
+    )
     return marks, [first.head_message_id, *second.message_ids]
 
 
@@ -144,6 +147,9 @@ def test_what_redis_holds_shows_none_of_the_messages_text(
         marks[0],
         marks[4],
     ]
+    summary = sealed.load_branch("c1", user_id="alice", after_summary=True).summary
+    assert summary is not None
+    assert (summary["content"], summary["metadata"]["note"]) == (marks[5], marks[6])
 
 
 def test_every_read_opens_the_sealed_records(sealed: Any) -> None:
@@ -155,6 +161,8 @@ def test_every_read_opens_the_sealed_records(sealed: Any) -> None:
     exported = list(sealed.export_chat("c1"))
     texts = [item["message"]["content"] for item in exported if item["type"] == "message"]
     assert texts == [*marks[:3], marks[4]]
+    summaries = [item for item in exported if item["type"] == "summary"]
+    assert [item["content"] for item in summaries] == [marks[5]]
     assert sealed.verify_chat("c1").ok
 
 
@@ -422,3 +430,167 @@ def test_an_import_by_a_store_with_encryption_is_sealed(
     assert b"MARK" not in every_byte(backend, f"ctx:{namespace}")
     assert contents(sealed.load_branch("c9", user_id="alice").messages) == marks[:3]
     assert sealed.verify_chat("c9").ok
+
+
+def test_rotate_keys_rewraps_every_data_key_and_changes_no_record(
+    backend: str, namespace: str, clock: Clock, shell: str, loop_thread: LoopThread,
+    tmp_path: Any,
+) -> None:  # fmt: skip
+    """After a new key-encryption key and a rotation, the old key can go: every data key is
+    wrapped under the new one, and no record changed."""
+    provider = LocalKeyProvider(tmp_path / "keys")
+    old = provider.current_key_id
+    store, close = connect(backend, namespace, clock, provider, shell, loop_thread)
+    try:
+        alice, _ = fill(store, "c1", "alice")
+        bob, _ = fill(store, "c2", "bob")
+        logs = _logs(backend, namespace)
+        new = provider.add_key()
+        rotation = store.rotate_keys()
+        assert (rotation.key_id, rotation.users, rotation.data_keys) == (new, 2, 2)
+        assert _logs(backend, namespace) == logs
+        (tmp_path / "keys" / "keys" / old).unlink()  # the old key-encryption key is gone
+        _forget_process_caches()
+        assert contents(store.load_branch("c1", user_id="alice").messages) == alice[:3]
+        assert contents(store.load_branch("c2", user_id="bob").messages) == bob[:3]
+        assert store.rotate_keys().data_keys == 2  # idempotent: wrapped again, same keys
+    finally:
+        close()
+
+
+def _logs(backend: str, namespace: str) -> dict[str, list[bytes]]:
+    client = raw_client(backend)
+    try:
+        return {chat: client.lrange(log_key(namespace, chat), 0, -1) for chat in ("c1", "c2")}
+    finally:
+        client.close()
+
+
+def test_rotate_keys_needs_encryption(plain: Any) -> None:
+    with pytest.raises(ConfigurationError, match="encryption"):
+        plain.rotate_keys()
+
+
+def test_a_summary_moved_to_another_chat_does_not_open(
+    sealed: Any, backend: str, namespace: str
+) -> None:
+    fill(sealed, "c1")
+    fill(sealed, "c2")
+    client = raw_client(backend)
+    try:
+        key = f"ctx:{namespace}:{{c1}}:summary"
+        ((member, score),) = client.zrange(key, 0, -1, withscores=True)
+        other = f"ctx:{namespace}:{{c2}}:summary"
+        client.delete(other)
+        client.zadd(other, {member: score})
+    finally:
+        client.close()
+    with pytest.raises(CorruptionError, match="does not open where it stands"):
+        sealed.load_branch("c2", user_id="alice", after_summary=True)
+    assert not sealed.verify_chat("c2").ok
+
+
+def test_a_summary_in_the_clear_is_refused_in_a_sealed_chat_and_the_other_way(
+    sealed: Any, plain: Any, snap: Any
+) -> None:
+    _marks, ids = fill(sealed, "c1")
+    plain.open_chat("c2", "alice")
+    head = plain.append(
+        "c2", None, [{"role": "user", "content": "q"}], expected_head=None, user_id="alice"
+    ).head_message_id
+    before = snap()
+    with pytest.raises(ConfigurationError, match="encryption"):
+        plain.write_summary("c1", ids[2], "a summary in the clear", user_id="alice")
+    with pytest.raises(CorruptionError, match="written without encryption"):
+        sealed.write_summary("c2", head, "a sealed summary", user_id="alice")
+    assert snap() == before
+
+
+def streamed(store: Any, chat_id: str, pieces: list[str]) -> str:
+    """An answer stream of ``pieces``, finished; its id."""
+    from ctxstore._core.ops import streams as answer_stream
+
+    state = store.state
+    stream_id = store.run(answer_stream.begin_stream(state, chat_id, "main", writer_ttl_ms=60_000))
+    for number, piece in enumerate(pieces, start=1):
+        store.run(
+            answer_stream.write_stream(
+                state, chat_id, stream_id, number, piece, writer_ttl_ms=60_000
+            )
+        )
+    store.run(
+        answer_stream.end_stream(state, chat_id, stream_id, done=True, detail="x", keep_ms=60_000)
+    )
+    return str(stream_id)
+
+
+def test_an_answer_streams_pieces_are_sealed_and_bound_to_their_stream_and_write(
+    sealed: Any, plain: Any, backend: str, namespace: str
+) -> None:
+    fill(sealed)
+    pieces = [marker(), "", marker()]
+    stream_id = streamed(sealed, "c1", pieces)
+    assert b"MARK" not in every_byte(backend, f"ctx:{namespace}")
+    assert [piece.text for piece in sealed.read_stream("c1", stream_id)] == [pieces[0], pieces[2]]
+    with pytest.raises(ConfigurationError, match="encryption"):
+        list(plain.read_stream("c1", stream_id))
+    client = raw_client(backend)
+    try:  # the two pieces swapped: each names its write, now out of their order
+        key = f"ctx:{namespace}:{{c1}}:stream"
+        entries = client.xrange(key)
+        texts = [index for index, (_entry, fields) in enumerate(entries) if b"d" in fields]
+        one, two = texts[:2]
+        swapped = [dict(fields) for _entry, fields in entries]
+        swapped[one][b"d"], swapped[two][b"d"] = swapped[two][b"d"], swapped[one][b"d"]
+        ttl = client.pttl(key)
+        client.delete(key)
+        for (entry, _fields), fields in zip(entries, swapped, strict=True):
+            client.xadd(key, fields, id=entry)
+        client.pexpire(key, ttl)
+    finally:
+        client.close()
+    with pytest.raises(CorruptionError, match="a piece of write 1 after write 3"):
+        list(sealed.read_stream("c1", stream_id))
+
+
+def test_a_snapshot_taken_before_an_erasure_never_opens_the_erased_users_records(
+    redis_server: Any, namespace: str, tmp_path: Any
+) -> None:
+    """``BGSAVE`` before ``erase_user``, that RDB file loaded into a fresh redis-server after
+    it: with the same provider, nothing of the erased user opens; the other user's does."""
+    import shutil
+    import time as clock_time
+
+    from tests.support import servers
+
+    provider = LocalKeyProvider(tmp_path / "keys")
+    with ctxstore.connect(redis_server.url, namespace=namespace, encryption=provider) as opened:
+        store = opened.admin()
+        fill(store, "c1", "alice")
+        bob, _ = fill(store, "c2", "bob")
+        client = raw_client(redis_server.url)
+        try:
+            before = client.lastsave()
+            client.bgsave()
+            deadline = clock_time.monotonic() + 30
+            while client.lastsave() == before:
+                assert clock_time.monotonic() < deadline, "BGSAVE did not finish"
+                clock_time.sleep(0.05)
+            found = client.config_get("dir")["dir"], client.config_get("dbfilename")["dbfilename"]
+        finally:
+            client.close()
+        backup = tmp_path / "backup"
+        backup.mkdir()
+        shutil.copy(os.path.join(*found), backup / "dump.rdb")
+        store.erase_user("alice")
+    _forget_process_caches()
+    with (
+        servers.standalone(backup) as fresh,
+        ctxstore.connect(fresh.url, namespace=namespace, encryption=provider) as restored,
+    ):
+        admin = restored.admin()
+        assert admin.get_chat("c1").user_id == "alice"  # the copy holds the chat...
+        with pytest.raises(KeyUnavailableError) as raised:  # ...which nothing opens
+            admin.load_branch("c1", user_id="alice")
+        assert raised.value.details["subject"] == "alice"
+        assert contents(admin.load_branch("c2", user_id="bob").messages) == bob[:3]

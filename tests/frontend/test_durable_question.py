@@ -116,6 +116,7 @@ def test_a_failed_answer_leaves_the_question_and_the_next_chat_answers_it(
 
 
 WORKER = """
+import tests  # in the encrypted pass, its key provider (tests/support/encrypted_pass.py)
 import sys, time
 import litellm
 import ctxstore

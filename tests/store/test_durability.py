@@ -282,6 +282,8 @@ WRITES: dict[str, Action] = {
     "migrate": lambda s, _c: s.migrate(),
     "purge_namespace": lambda s, _c: s.purge_namespace(confirm=s.state.keyspace.namespace),
 }
+#: Writes of a store with encryption only (tested below on one).
+SEALED_WRITES = {"rotate_keys"}
 
 
 def _sweep_a_gone_chat(store: Any, chat: Chat) -> None:
@@ -323,7 +325,7 @@ NO_IO = {"client", "state", "run", "clear_cache", "close", "admin", "for_user", 
 
 def test_every_store_operation_is_classified_as_a_write_or_a_read() -> None:
     public = {name for name in dir(ctxstore.Store) if not name.startswith("_")}
-    classified = {name.split("(")[0] for name in (*WRITES, *READS)} | NO_IO
+    classified = {name.split("(")[0] for name in (*WRITES, *READS)} | NO_IO | SEALED_WRITES
     assert public == classified
 
 
@@ -335,6 +337,26 @@ def _waits_follow_writes(commands: list[str]) -> int:
             "EVALSHA", "EVAL", "XADD", "HSETNX", "UNLINK", "XDEL", "HDEL", "ZREM", "HSET", "DEL"
         ), commands  # fmt: skip
     return len(waits)
+
+
+@pytest.mark.parametrize("shell", ["sync", "async"])
+def test_rotate_keys_waits_right_after_each_rewrap(
+    pair: servers.ReplicaPair, namespace: str, loop_thread: LoopThread, shell: str
+) -> None:
+    from ctxstore.crypto import LocalKeyProvider
+
+    provider = LocalKeyProvider.from_keys({"kek-1": bytes(32)}, current="kek-1")
+    store = open_store(
+        shell, pair.primary.url, loop_thread, namespace=namespace, durability="replica",
+        durability_timeout=SHORT, encryption=provider,
+    )  # fmt: skip
+    try:
+        store.upsert_chat("c9", "alice")  # a user with a data key
+        with trace_wire() as wire:
+            assert store.rotate_keys().data_keys == 1
+        assert _waits_follow_writes(wire.commands) >= 1  # (a NOSCRIPT resend waits again)
+    finally:
+        close_store(store, loop_thread)
 
 
 @pytest.mark.parametrize("name", sorted(WRITES))

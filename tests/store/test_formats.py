@@ -16,6 +16,7 @@ import pytest
 import ctxstore
 from ctxstore._core.format import portable, versions
 from ctxstore.worker import Worker
+from tests.conftest import ENCRYPTED
 from tests.support.formats import (
     FIXTURE_TIME,
     SEALED_NAMESPACE,
@@ -68,6 +69,13 @@ def test_the_export_format_this_release_reads_has_a_fixture() -> None:
         assert exported[0]["version"] == portable.FORMAT_VERSION
 
 
+def where_sealed(format_: str) -> bool:
+    """Whether ``format_``'s fixture is of sealed chats (it keeps its keys beside it)."""
+    from tests.support.formats import keys_path
+
+    return keys_path(format_).is_dir()
+
+
 def loaded(
     backend: str, namespace: str, format_: str, keys: Path
 ) -> tuple[Any, dict[str, Any], dict[str, Any]]:
@@ -108,6 +116,8 @@ def test_a_fixture_reads_as_it_did(
 def test_a_fixture_takes_writes_and_verifies_clean(
     backend: str, namespace: str, format_: str, tmp_path: Path
 ) -> None:
+    if ENCRYPTED and where_sealed(format_) is False:
+        pytest.skip("a worker of the encrypted pass seals: the plain pass writes to this one")
     store, recorded, where = loaded(backend, namespace, format_, tmp_path)
     ids = recorded["ids"]
     with store:

@@ -266,6 +266,7 @@ def test_callers_pass_exactly_the_declared_keys(
     ).admin()  # fmt: skip
     sealed.open_chat("c1", "alice")
     sealed.append("c1", None, [{"role": "user", "content": "x"}], expected_head=None)
+    sealed.rotate_keys()
     seen = set()
     for call in recorded_calls:
         if call.script is None:

@@ -15,6 +15,7 @@ from ctxstore._core.ops.verify import chat as verify
 from ctxstore._core.protocol import Call, Operation
 from ctxstore.errors import CtxStoreError
 from ctxstore.settings import Limits
+from tests.conftest import ENCRYPTED
 from tests.support.keyspace import raw_client
 
 Corrupt = Callable[[Any, ChatKeys, Any], None]
@@ -314,6 +315,14 @@ RECORDS = [
 ]
 
 
+#: A record whose parent or id is rewritten in place: in a sealed chat its values no longer open
+#: there, which verify reports as a broken record before what the rewrite did (tests/crypto).
+PLAINTEXT_RECORDS = pytest.mark.skipif(
+    ENCRYPTED, reason="a sealed record rewritten in place is a record that does not open"
+)
+
+
+@PLAINTEXT_RECORDS
 @pytest.mark.parametrize(("change", "kind"), RECORDS, ids=[c.__name__ for c, _ in RECORDS])
 def test_a_broken_record_is_reported_and_left_alone(
     sync_store: ctxstore.Store, backend: str, change: Corrupt, kind: str
@@ -415,6 +424,7 @@ def test_what_the_records_do_not_determine_is_reported_not_repaired(
     assert snap() == before
 
 
+@PLAINTEXT_RECORDS
 def test_problems_name_the_key_and_field(sync_store: ctxstore.Store, backend: str) -> None:
     build_chat(sync_store)
     corrupt(backend, sync_store, parent_is_itself)

@@ -26,6 +26,7 @@ SPAWN = multiprocessing.get_context("spawn")
 
 STUCK_WORKER = textwrap.dedent(
     """
+    import tests  # in the encrypted pass, its key provider (tests/support/encrypted_pass.py)
     import sys, time
     from pathlib import Path
     from ctxstore.worker import Worker
@@ -47,6 +48,7 @@ def worker_in_job(script: str, url: str, namespace: str, flag: Path) -> Iterator
     ``flag``); killed on the way out if it is still alive."""
     process = subprocess.Popen(
         [sys.executable, "-c", script, url, namespace, str(flag)],
+        cwd=Path(__file__).resolve().parents[2],
         stdout=subprocess.PIPE,
         text=True,
     )
@@ -144,6 +146,7 @@ def test_appends_during_summarization_are_all_kept(server_backend: str, namespac
 
 SLOW_WORKER = textwrap.dedent(
     """
+    import tests  # in the encrypted pass, its key provider (tests/support/encrypted_pass.py)
     import sys, time
     from pathlib import Path
     from ctxstore.worker import Worker

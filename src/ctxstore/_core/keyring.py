@@ -19,11 +19,10 @@ from __future__ import annotations
 
 import base64
 import os
-import threading
-from collections import OrderedDict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
+from ctxstore._base.bounded import BoundedMap
 from ctxstore.crypto.seal import SealingKey
 from ctxstore.errors import KeyUnavailableError
 
@@ -59,31 +58,13 @@ class OwnerKeys:
     unavailable: Mapping[str, KeyUnavailableError] = field(default_factory=dict)
 
 
-class DataKeyCache:
-    """User id -> :class:`OwnerKeys`; bounded, least recently used out first, locked (the
-    stores of one server and keyspace share it). A key of a user erased in this process is
-    forgotten at once; another process's erasure is noticed when a value names a key id the
-    cached keys do not hold, or when an unwrap is refused."""
-
-    def __init__(self, capacity: int = 10_000) -> None:
-        self._capacity = capacity
-        self._keys: OrderedDict[str, OwnerKeys] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, user_id: str) -> OwnerKeys | None:
-        with self._lock:
-            found = self._keys.get(user_id)
-            if found is not None:
-                self._keys.move_to_end(user_id)
-            return found
+class DataKeyCache(BoundedMap[str, OwnerKeys]):
+    """User id -> :class:`OwnerKeys` (the stores of one server and keyspace share it). A key of
+    a user erased in this process is forgotten at once; another process's erasure is noticed
+    when a value names a key id the cached keys do not hold, or when an unwrap is refused."""
 
     def remember(self, keys: OwnerKeys) -> None:
-        with self._lock:
-            self._keys[keys.user_id] = keys
-            self._keys.move_to_end(keys.user_id)
-            while len(self._keys) > self._capacity:
-                self._keys.popitem(last=False)
+        self.put(keys.user_id, keys)
 
     def forget(self, user_id: str) -> None:
-        with self._lock:
-            self._keys.pop(user_id, None)
+        self.pop(user_id)

@@ -17,6 +17,7 @@ from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from ctxstore._base.bounded import BoundedMap
 from ctxstore._core.cache import ChainCache
 from ctxstore._core.durability import Durability
 from ctxstore._core.format.sealed import Places
@@ -32,7 +33,7 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-class OwnerCache:
+class OwnerCache(BoundedMap[str, str]):
     """Chat id -> owner, learned from replies; bounded, least recently used out first.
 
     A chat's owner never changes, so a cached owner is safe to use for index maintenance; a
@@ -41,30 +42,12 @@ class OwnerCache:
     (see :class:`ServerRegistry`), so it is locked.
     """
 
-    def __init__(self, capacity: int = 10_000) -> None:
-        self._capacity = capacity
-        self._owners: OrderedDict[str, str] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, chat_id: str) -> str | None:
-        with self._lock:
-            owner = self._owners.get(chat_id)
-            if owner is not None:
-                self._owners.move_to_end(chat_id)
-            return owner
-
     def remember(self, chat_id: str, owner: str) -> None:
-        if self._owners.get(chat_id) == owner:  # the usual case: nothing to learn
-            return
-        with self._lock:
-            self._owners[chat_id] = owner
-            self._owners.move_to_end(chat_id)
-            while len(self._owners) > self._capacity:
-                self._owners.popitem(last=False)
+        if self.get(chat_id) != owner:  # the usual case: nothing to learn
+            self.put(chat_id, owner)
 
     def forget(self, chat_id: str) -> None:
-        with self._lock:
-            self._owners.pop(chat_id, None)
+        self.pop(chat_id)
 
 
 class HeadSizes:

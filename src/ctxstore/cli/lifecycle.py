@@ -25,6 +25,7 @@ listed with its error).
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 from collections.abc import Callable
 from typing import IO, Any
@@ -35,8 +36,10 @@ from ctxstore.cli import views
 from ctxstore.cli.files import write_text
 from ctxstore.cli.terminal import confirm
 from ctxstore.cli.tree import printable
+from ctxstore.errors import ConfigurationError
 from ctxstore.models import ErasureProgress, ErasureReceipt, MigrationProgress, MigrationReport
 from ctxstore.store.sync_store import AdminStore
+from ctxstore.worker.command import key_provider
 
 Opener = Callable[[argparse.Namespace], AdminStore]
 
@@ -90,6 +93,14 @@ def add_lifecycle_commands(
     )
     migrate.add_argument("--json", action="store_true", help="print the report as JSON")
     migrate.set_defaults(handler=lambda args: _migrate(args, open_store))
+
+    rotate = commands.add_parser(
+        "rotate-keys",
+        help="add a key-encryption key to --keys's directory and wrap every data key under it "
+        "(no record changes)",
+    )
+    rotate.add_argument("--json", action="store_true", help="print the counts as JSON")
+    rotate.set_defaults(handler=lambda args: _rotate(args, open_store))
 
 
 def _erase(args: argparse.Namespace, open_store: Opener, interactive: Callable[[], bool]) -> int:
@@ -152,6 +163,26 @@ def _migrate(args: argparse.Namespace, open_store: Opener) -> int:
     else:
         print(migration_text(report))
     return 1 if report.failed else 0
+
+
+def _rotate(args: argparse.Namespace, open_store: Opener) -> int:
+    """A new current key-encryption key in the ``--keys`` directory, then every data key of
+    the namespace wrapped under it (the store opened after the key was added reads it)."""
+    provider = key_provider(args)
+    if provider is None:
+        raise ConfigurationError("rotate-keys needs --keys PATH (or CTXSTORE_KEYS)")
+    provider.add_key()
+    with open_store(args) as store:
+        rotation = store.rotate_keys()
+    if args.json:
+        print(views.as_json(dataclasses.asdict(rotation)))
+    else:
+        print(
+            f"rotated: {views.summary_line('data key', rotation.data_keys)} of "
+            f"{views.summary_line('user', rotation.users)} wrapped under {rotation.key_id}; "
+            "no record changed"
+        )
+    return 0
 
 
 def migration_text(report: MigrationReport) -> str:

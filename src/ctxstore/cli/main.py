@@ -1,9 +1,9 @@
 """The ``ctxstore`` command line: inspect, export, import and delete chats from a terminal.
 
-``ctxstore [--url URL] [--namespace NS] COMMAND ...`` where COMMAND is ``demo``, ``chats``,
-``tree``, ``log``, ``branches``, ``checkpoints``, ``export``, ``import``, ``delete``,
-``verify``, ``erase-user``, ``export-user``, ``sweep`` and ``migrate``
-(:mod:`ctxstore.cli.lifecycle`),
+``ctxstore [--url URL] [--namespace NS] [--keys PATH] COMMAND ...`` where COMMAND is
+``demo``, ``chats``, ``tree``, ``log``, ``branches``, ``checkpoints``, ``export``,
+``import``, ``delete``, ``verify``, ``erase-user``, ``export-user``, ``sweep``, ``migrate``
+and ``rotate-keys`` (:mod:`ctxstore.cli.lifecycle`),
 ``worker`` (:mod:`ctxstore.worker.command`), ``local`` (the server of a ``local://`` store,
 :mod:`ctxstore.cli.local`) or ``web`` (the read-only web console, :mod:`ctxstore.cli.web`);
 ``ctxstore --version`` prints the version, and ``python -m ctxstore`` is the same program.
@@ -45,7 +45,7 @@ from ctxstore.cli.tree import printable, visualize_graph
 from ctxstore.cli.web import add_web_command
 from ctxstore.errors import ChatNotFoundError, CtxStoreError
 from ctxstore.models import ChatGraph
-from ctxstore.worker.command import URL_ENV, add_worker_command
+from ctxstore.worker.command import KEYS_ENV, URL_ENV, add_worker_command, key_provider
 
 __all__ = ["DEFAULT_CHAT_LIMIT", "build_parser", "main"]
 
@@ -96,7 +96,7 @@ def _open_store(args: argparse.Namespace) -> ctxstore.AdminStore:
         # A private embedded store: new and empty in every process. (A named one,
         # memory://NAME, is shared within a process that embeds the command line.)
         print(_stderr_style().paint(MEMORY_NOTE, "yellow"), file=sys.stderr)
-    return ctxstore.connect(url, namespace=args.namespace).admin()
+    return ctxstore.connect(url, namespace=args.namespace, encryption=key_provider(args)).admin()
 
 
 def _out(text: str) -> None:
@@ -314,6 +314,13 @@ def build_parser() -> argparse.ArgumentParser:
         f"default: ${URL_ENV}; memory:// is an empty store in this process",
     )
     parser.add_argument("--namespace", default=None, help="the tenant namespace to read")
+    parser.add_argument(
+        "--keys",
+        default=None,
+        metavar="PATH",
+        help="the key directory of a LocalKeyProvider, for a store with encryption "
+        f"(default: ${KEYS_ENV}); see docs/encryption.md",
+    )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     demo = commands.add_parser(
         "demo", help="a scripted walkthrough on the embedded store (or on --url's store)"

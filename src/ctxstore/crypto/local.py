@@ -158,6 +158,18 @@ class LocalKeyProvider:
         self._lock = threading.Lock()
 
     @classmethod
+    def existing(cls, path: str | os.PathLike[str]) -> LocalKeyProvider:
+        """A provider on a directory that holds keys already (its ``current`` file); a
+        ``ConfigurationError`` for any other path: an operator's mistyped path must not start
+        a new, empty set of keys that opens nothing."""
+        folder = Path(path)
+        if not (folder / "current").is_file():
+            raise ConfigurationError(
+                f"{folder} is not a key directory of LocalKeyProvider (it has no 'current' file)"
+            )
+        return cls(folder)
+
+    @classmethod
     def from_keys(cls, keys: Mapping[str, bytes], *, current: str) -> LocalKeyProvider:
         """A provider that holds everything in memory: ``keys`` (key id -> 32 bytes), the
         subjects' secrets made as they are needed (tests, one process)."""

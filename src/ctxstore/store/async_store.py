@@ -24,6 +24,7 @@ from ctxstore._core.ops import (
     branches,
     chats,
     checkpoints,
+    data_keys,
     erasure,
     graph,
     health,
@@ -56,6 +57,7 @@ from ctxstore.models import (
     ErasureReceipt,
     ExistingPolicy,
     Health,
+    KeyRotation,
     MessageInput,
     MessageVersion,
     MigrationProgress,
@@ -628,6 +630,11 @@ class AsyncStore(StoreShell):
             ),
             self._perform,
         )
+
+    async def rotate_keys(self) -> KeyRotation:
+        """The async form of :meth:`Store.rotate_keys`."""
+        self._admin_only("rotate_keys")
+        return await self.run(data_keys.rotate_keys(self._state))
 
     async def purge_namespace(self, *, confirm: str) -> int:
         """The async form of :meth:`Store.purge_namespace`."""

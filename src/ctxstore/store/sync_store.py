@@ -22,6 +22,7 @@ from ctxstore._core.ops import (
     branches,
     chats,
     checkpoints,
+    data_keys,
     erasure,
     graph,
     health,
@@ -52,6 +53,7 @@ from ctxstore.models import (
     ErasureReceipt,
     ExistingPolicy,
     Health,
+    KeyRotation,
     MessageInput,
     MessageVersion,
     MigrationProgress,
@@ -668,6 +670,14 @@ class Store(StoreShell):
             ),
             self._perform,
         )
+
+    def rotate_keys(self) -> KeyRotation:
+        """Wrap every user's data key of the namespace again under the key provider's current
+        key-encryption key (after ``LocalKeyProvider.add_key()``, or a KMS key's rotation);
+        no record changes. Needs ``encryption=``. An operator's call: on ``store.admin()``
+        only (it scans the namespace's keys). See docs/encryption.md."""
+        self._admin_only("rotate_keys")
+        return self.run(data_keys.rotate_keys(self._state))
 
     def purge_namespace(self, *, confirm: str) -> int:
         """Remove every key of the store's namespace (a tenant offboarded), in bounded batches,

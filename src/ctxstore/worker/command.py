@@ -27,6 +27,22 @@ DEFAULT_SWEEP_PAUSE_MS = 10
 
 #: The environment variables the command reads (the deploy/ files set them).
 URL_ENV = "CTXSTORE_URL"
+#: The key directory of a LocalKeyProvider, for stores with encryption (``--keys``).
+KEYS_ENV = "CTXSTORE_KEYS"
+
+
+def key_provider(args: argparse.Namespace) -> Any:
+    """The key provider ``--keys`` (else ``CTXSTORE_KEYS``) names: a LocalKeyProvider on an
+    existing key directory (a mistyped path is an error, not a new empty one), or None (a
+    store without encryption)."""
+    path = getattr(args, "keys", None) or os.environ.get(KEYS_ENV)
+    if not path:
+        return None
+    from ctxstore.crypto import LocalKeyProvider
+
+    return LocalKeyProvider.existing(path)
+
+
 SUMMARY_MODEL_ENV = "CTXSTORE_SUMMARY_MODEL"
 CONCURRENCY_ENV = "CTXSTORE_WORKER_CONCURRENCY"
 NAMESPACES_ENV = "CTXSTORE_NAMESPACES"
@@ -155,6 +171,7 @@ def run_worker_command(args: argparse.Namespace) -> int:
         sweep_every_ms=args.sweep_every_ms,
         sweep_pause_ms=args.sweep_pause_ms,
         live_file=live_file,
+        encryption=key_provider(args),
     )
     stats = worker.run(burst=args.burst)
     logging.getLogger("ctxstore.worker").info(

@@ -164,6 +164,8 @@ class Worker:
         self.url = url
         self.namespaces = tuple(namespaces)
         self._encryption = encryption
+        #: ``encryption=`` for the worker's stores, only when given (None is the default).
+        self._sealing: dict[str, Any] = {} if encryption is None else {"encryption": encryption}
         self._prefix = prefix
         self.summarize: AsyncSummarize = (
             context_manager.asummarize
@@ -217,8 +219,8 @@ class Worker:
                 namespace=namespace,
                 token_model=self._token_model,
                 estimate_tokens=self._estimate_tokens,
-                encryption=self._encryption,
                 prefix=self._prefix,
+                **self._sealing,
             ).admin()
             for namespace in self.namespaces
         ]

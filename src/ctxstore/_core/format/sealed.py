@@ -17,13 +17,12 @@ read raises ``CorruptionError`` naming the key and position.
 from __future__ import annotations
 
 import re
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any
 
 import msgpack
 
+from ctxstore._base.bounded import BoundedMap
 from ctxstore._core.format.fields import corrupt
 from ctxstore._core.keyring import OwnerKeys
 from ctxstore.crypto.aead import NONCE_BYTES, TAG_BYTES, UnauthenticError
@@ -46,6 +45,13 @@ class MissingDataKeyError(Exception):
     def __init__(self, key_id: str) -> None:
         super().__init__(key_id)
         self.key_id = key_id
+
+
+def summary_kind(message_id: str) -> bytes:
+    """The kind of a summary's sealed value: the summary, and the message it covers (its id;
+    a summary is sealed before the script finds that message's position)."""
+    named = message_id.encode("utf-8")
+    return b"s%d:%s" % (len(named), named)
 
 
 class ResealNeededError(CtxStoreError):
@@ -89,6 +95,36 @@ class ChatSeal:
         """The associated data of a record's value of ``kind`` at ``position`` under
         ``parent`` (-1: a root)."""
         return b"%s%s%d\x00%d" % (kind, self._place, position, parent)
+
+    def keys_current_seal(self, kind: bytes, plaintext: bytes, position: int = 0) -> bytes:
+        """``plaintext`` sealed as a value of ``kind`` (whose name says what it belongs to: a
+        summary's message, a stream) at ``position`` (a stream piece's write number), as the
+        raw sealed bytes."""
+        current = self.keys.current
+        if current is None:  # pragma: no cover - a write reads or makes the keys first
+            raise AssertionError("sealing needs the owner's current data key")
+        return current.seal(plaintext, self.aad(kind, position, 0))
+
+    def open_text(self, kind: bytes, value: bytes, position: int, *, key: str, field: str) -> str:
+        """The text :meth:`keys_current_seal` sealed in ``value``; ``CorruptionError`` naming
+        ``key`` and ``field`` when it does not open there (or is not UTF-8)."""
+        sealing = self._key_of(value, position, key, kind)
+        bound = sealing.header + kind + self._place + b"%d\x00%d" % (position, 0)
+        try:
+            plaintext = sealing.open_bound(value, bound)
+        except UnauthenticError:
+            raise CorruptionError(
+                f"corrupt data at {key} field {field!r}: the sealed {_WHAT[kind]} does not open "
+                f"where it stands (moved from another place, altered), key {sealing.key_id!r}",
+                key=key,
+                field=field,
+                key_id=sealing.key_id,
+                reason="does not open where it stands",
+            ) from None
+        try:
+            return plaintext.decode("utf-8")
+        except UnicodeDecodeError:
+            raise corrupt(key, field, f"the sealed {_WHAT[kind]} is not UTF-8 text") from None
 
     def seal(self, kind: bytes, plaintext: bytes, position: int, parent: int) -> bytes:
         """``plaintext`` sealed for its place, as the msgpack ``bin`` a record holds."""
@@ -141,7 +177,10 @@ class ChatSeal:
         places: list[int] = []
         with_metadata: list[tuple[list[Any], int, int]] = []
         for record, position in zip(records, positions, strict=True):
-            if type(record) is not list or len(record) not in (5, 6) or type(record[0]) is not int:
+            if type(record) is not list or len(record) not in (5, 6):
+                continue
+            if type(record[0]) is not int:  # no place to open it at: not a message record
+                record[2] = None
                 continue
             parent = position - 1 if record[0] == PREVIOUS_PARENT else record[0]
             value = record[2]
@@ -226,7 +265,14 @@ class ChatSeal:
         return sealing
 
 
-_WHAT = {PAYLOAD: "payload", METADATA: "metadata"}
+class _What(dict[bytes, str]):
+    """What a kind of sealed value is called in an error."""
+
+    def __missing__(self, kind: bytes) -> str:
+        return {b"s": "summary", b"d": "piece"}.get(kind[:1], "value")
+
+
+_WHAT = _What({PAYLOAD: "payload", METADATA: "metadata"})
 
 
 def array_header(count: int) -> bytes:
@@ -305,28 +351,15 @@ class Place:
     head_position: int
 
 
-class Places:
-    """Chat id -> :class:`Place`, bounded, least recently used out first, locked. A wrong
-    prediction costs one more round trip (the script's RESEAL), never a wrong seal."""
-
-    def __init__(self, capacity: int = 10_000) -> None:
-        self._capacity = capacity
-        self._places: OrderedDict[str, Place] = OrderedDict()
-        self._lock = threading.Lock()
-
-    def get(self, chat_id: str) -> Place | None:
-        return self._places.get(chat_id)
+class Places(BoundedMap[str, Place]):
+    """Chat id -> :class:`Place`. A wrong prediction costs one more round trip (the script's
+    RESEAL), never a wrong seal."""
 
     def remember(self, chat_id: str, place: Place) -> None:
-        with self._lock:
-            self._places[chat_id] = place
-            self._places.move_to_end(chat_id)
-            while len(self._places) > self._capacity:
-                self._places.popitem(last=False)
+        self.put(chat_id, place)
 
     def forget(self, chat_id: str) -> None:
-        with self._lock:
-            self._places.pop(chat_id, None)
+        self.pop(chat_id)
 
 
 def predicted_layout(

@@ -15,6 +15,8 @@ from typing import Any
 
 from ctxstore._core.format.codec import decode, encode
 from ctxstore._core.format.fields import corrupt
+from ctxstore._core.format.sealed import ChatSeal, summary_kind
+from ctxstore.errors import ConfigurationError
 from ctxstore.models import StoredSummary
 
 #: Bytes of a member's token count.
@@ -32,22 +34,37 @@ def summary_member(
     tokens: int,
     limit: int,
     what: str = "summary",
+    seal: ChatSeal | None = None,
 ) -> bytes:
     """A member from checked parts (``tokens`` within :data:`MAX_SUMMARY_TOKENS`, ``content``
-    a text); the record is encoded as strictly as chat metadata (it is read back whole)."""
-    record = {
+    a text); the record is encoded as strictly as chat metadata (it is read back whole).
+    ``seal`` (a sealed chat's): the content and the metadata are sealed together, bound to the
+    chat's incarnation and the message the summary covers, and the record holds that sealed
+    value as its ``content`` (a msgpack ``bin``) and an empty ``metadata``: the scripts read
+    only the tokens and the record's shape."""
+    record: dict[str, Any] = {
         "message_id": message_id,
         "created_at": created_at,
         "content": content,
         "metadata": dict(metadata),
     }
+    if seal is not None:
+        inner = encode(
+            {"content": content, "metadata": dict(metadata)}, what=what, limit=limit, strict=True
+        )
+        sealed = seal.keys_current_seal(summary_kind(message_id), inner)
+        record = {**record, "content": sealed, "metadata": {}}
     body = encode(record, what=what, limit=limit, strict=True)
     return tokens.to_bytes(SUMMARY_TOKEN_BYTES, "big") + body
 
 
-def parse_summary_member(raw: object, key: str, position: int) -> StoredSummary:
+def parse_summary_member(
+    raw: object, key: str, position: int, seal: ChatSeal | None = None
+) -> StoredSummary:
     """A summary member as stored, scored with ``position``; checked as ``summary_record_ok``
-    checks it in the scripts."""
+    checks it in the scripts. A sealed one (its ``content`` a sealed value) is opened with
+    ``seal``; without one it is a ``ConfigurationError`` (a store without the keys), and a
+    summary in the clear where ``seal`` is given is corruption (a sealed chat's are sealed)."""
     field = str(position)
     if not isinstance(raw, bytes) or len(raw) <= SUMMARY_TOKEN_BYTES:
         raise corrupt(key, field, "a summary without a record")
@@ -55,11 +72,13 @@ def parse_summary_member(raw: object, key: str, position: int) -> StoredSummary:
     if (
         type(record) is not dict
         or type(record.get("message_id")) is not str
-        or type(record.get("content")) is not str
+        or type(record.get("content")) not in (str, bytes)
         or type(record.get("metadata")) is not dict
         or type(record.get("created_at")) is not int
     ):
         raise corrupt(key, field, "not a summary record")
+    if type(record["content"]) is bytes or seal is not None:
+        record = _opened(record, key, position, seal)
     return {
         "message_id": record["message_id"],
         "created_at": record["created_at"],
@@ -67,3 +86,33 @@ def parse_summary_member(raw: object, key: str, position: int) -> StoredSummary:
         "metadata": record["metadata"],
         "tokens": int.from_bytes(raw[:SUMMARY_TOKEN_BYTES], "big"),
     }
+
+
+def closed_summary(raw: bytes, key: str, position: int) -> StoredSummary:
+    """A sealed summary member as its record says, its content and metadata left closed (""
+    and {}): what a check without the keys can read of it (its message, time, tokens)."""
+    record = decode(raw[SUMMARY_TOKEN_BYTES:], key=key, field=str(position))
+    return {
+        "message_id": record["message_id"],
+        "created_at": record["created_at"],
+        "content": "",
+        "metadata": {},
+        "tokens": int.from_bytes(raw[:SUMMARY_TOKEN_BYTES], "big"),
+    }
+
+
+def _opened(
+    record: dict[str, Any], key: str, position: int, seal: ChatSeal | None
+) -> dict[str, Any]:
+    """A sealed summary record with its content and metadata opened."""
+    if seal is None:
+        raise ConfigurationError(
+            f"{key} holds sealed summaries (a chat of a store with encryption): this store has "
+            "none; connect with encryption=<the KeyProvider> (docs/encryption.md)",
+            key=key,
+            field=str(position),
+        )
+    inner = seal.open(summary_kind(record["message_id"]), record["content"], 0, 0, key=key)
+    if type(inner.get("content")) is not str or type(inner.get("metadata")) is not dict:
+        raise corrupt(key, str(position), "the sealed summary is not a summary's content")
+    return {**record, "content": inner["content"], "metadata": inner["metadata"]}

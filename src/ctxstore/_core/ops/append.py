@@ -318,8 +318,11 @@ def append(
 
 _Appended = tuple[AppendResult, str, bool, bool, int]
 #: How many times an append seals its records again for a place that moved under it (each
-#: time another writer appended between the script's answer and the call again).
-MAX_RESEALS = 8
+#: time another writer appended between the script's answer and the call again). Each round
+#: one of the writers racing on a chat gets through, so a writer of n keeps losing with
+#: probability about ((n-1)/n)^k: eight processes appending to one chat in a tight loop (the
+#: concurrency tests) lose 64 rounds in a row once in a few thousand appends, 1,000 never.
+MAX_RESEALS = 1000
 
 
 def sealed_append(

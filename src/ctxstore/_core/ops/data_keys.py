@@ -22,21 +22,30 @@ from ctxstore._core.keyring import (
     new_data_key_id,
     subject_of,
 )
-from ctxstore._core.protocol import Operation, command_call, script_call
+from ctxstore._core.ops.scanning import each_key_batch
+from ctxstore._core.protocol import Arg, Operation, command_call, raise_first_error, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
 from ctxstore.crypto.aead import KEY_BYTES, random_key
 from ctxstore.crypto.provider import KeyProvider
 from ctxstore.crypto.seal import SealingKey
-from ctxstore.errors import ChatNotFoundError, CorruptionError, KeyUnavailableError
+from ctxstore.errors import (
+    ChatNotFoundError,
+    ConfigurationError,
+    CorruptionError,
+    KeyUnavailableError,
+)
+from ctxstore.models import KeyRotation
 
 R = TypeVar("R")
 
 
 def provider_of(state: StoreState) -> KeyProvider:
     provider = state.settings.encryption
-    if provider is None:  # pragma: no cover - callers ask only stores with encryption
-        raise AssertionError("the store has no encryption")
+    if provider is None:
+        raise ConfigurationError(
+            "this store has no encryption: connect with encryption=<the KeyProvider>"
+        )
     return provider
 
 
@@ -118,6 +127,36 @@ def chat_owner(state: StoreState, chat_id: str, user_id: str | None) -> Operatio
     return owner
 
 
+def write_seal(
+    state: StoreState, chat_id: str, user_id: str | None, incarnation: str | None
+) -> Operation[tuple[ChatSeal | None, str | None]]:
+    """What a write of a chat-level value (a summary) seals it with, and the incarnation to
+    send (the script refuses the write, REPLACED, if the chat is another incarnation by then):
+    the caller's, else the one this process last saw of the chat, else read (one ``HGET``).
+    ``(None, incarnation)`` for a store without encryption."""
+    if state.settings.encryption is None:
+        return None, incarnation
+    owner = yield from chat_owner(state, chat_id, user_id)
+    keys = yield from owner_keys(state, owner)
+    known = (incarnation or "").partition("#")[0]
+    if not known and (user_id is None or state.owners.get(chat_id) == user_id):
+        # Only for a chat this process knows to be the caller's: a guessed incarnation sent for
+        # another user's chat would be refused as "re-created", not as a missing chat.
+        place = state.caches.places.get(chat_id)
+        known = place.incarnation if place is not None else ""
+    if not known:
+        chat_key = state.keyspace.chat(chat_id).key("chat")
+        holder, raw = yield command_call(("HMGET", chat_key, "user_id", "inc"), keys=(chat_key,))
+        if raw is None or (user_id is not None and holder != user_id.encode()):
+            # Another user's chat answers as a missing one, as the script would: the
+            # incarnation read here is never sent for a chat the caller may not see.
+            raise ChatNotFoundError(f"chat {chat_id!r} does not exist", chat_id=chat_id)
+        known = field_text(raw, chat_key, "inc")
+    if keys.current is None:  # a sealed chat whose open stopped before making the key
+        keys = yield from owner_keys(state, owner, create=True)
+    return ChatSeal(keys, state.keyspace.namespace, chat_id, known), incarnation or known
+
+
 def fresh_seal(
     state: StoreState, chat_id: str, owner: str, incarnation: str
 ) -> Operation[ChatSeal | None]:
@@ -170,3 +209,44 @@ def opened(
             key_id=missing.key_id,
             chat_id=chat_id,
         ) from None
+
+
+def rotate_keys(state: StoreState) -> Operation[KeyRotation]:
+    """Every user's data keys of the namespace, wrapped again under the provider's current
+    key-encryption key (``rewrap_keys.lua``, one call per user, each key replaced only while
+    it holds what was read): keys wrapped under an older key-encryption key unwrap with the
+    current one after, and no record is touched. A scan of every primary (an operator's
+    call); idempotent."""
+    provider = provider_of(state)
+    found = {"users": 0, "data_keys": 0}
+    prefix = state.keyspace.data_keys("x")[: -len("{x}")]
+
+    def rewrap(keys: list[str]) -> Operation[None]:
+        replies = yield tuple(command_call(("HGETALL", key), keys=(key,)) for key in keys)
+        calls = []
+        for key, reply in zip(keys, replies, strict=True):
+            if isinstance(reply, BaseException):
+                raise reply
+            user_id = key[len(prefix) + 1 : -1]
+            subject = subject_of(state.keyspace.namespace, user_id)
+            triples: list[Arg] = []
+            for key_id, wrapped in pairs(reply, key).items():
+                if key_id == CURRENT_FIELD:
+                    continue
+                raw = provider.unwrap(bytes(wrapped), subject=subject)
+                triples += [key_id, bytes(wrapped), provider.wrap(raw, subject=subject)]
+            found["users"] += 1
+            if triples:
+                calls.append(
+                    script_call(
+                        load_script("rewrap_keys"), (key,), tuple(triples), parse=int, writes=True
+                    )
+                )
+            state.caches.data_keys.forget(user_id)
+        if calls:
+            outcomes = yield tuple(calls)
+            raise_first_error(outcomes)
+            found["data_keys"] += sum(outcomes)
+
+    yield from each_key_batch(state, f"{prefix}{{*}}", rewrap)
+    return KeyRotation(provider.current_key_id, found["users"], found["data_keys"])

@@ -182,7 +182,7 @@ def _window(chat: Any, reply: Sequence[Any], seal: ChatSeal | None = None) -> Gr
     summaries = []
     for i in range(0, len(flat_summaries), 3):
         member, position, covered = flat_summaries[i : i + 3]
-        stored = parse_summary_member(member, chat.key("summary"), int(position))
+        stored = parse_summary_member(member, chat.key("summary"), int(position), seal)
         covered_ids = tuple(ids[p] for p in sorted(_positions(covered)) if p in ids)
         summaries.append(WindowSummary(stored, int(position), covered_ids))
     return GraphWindow(

@@ -327,6 +327,16 @@ def _read_chain(
         chain = yield from assemble_window(state, chat, inc, reply, user_id)
     else:
         chain = yield from assemble_chain(state, chat, cache_key, cached, inc, reply, user_id)
+    if reply.summary is not None:
+        member, position, key = reply.summary, reply.summary_position, chat.key("summary")
+        opened_summary = yield from opened(
+            state,
+            chat_id,
+            user_id,
+            inc,
+            lambda seal: parse_summary_member(member, key, position, seal),
+        )
+        reply = replace(reply, opened_summary=opened_summary)
     return name, raw_branch, active, chain, reply
 
 
@@ -492,6 +502,8 @@ def branch_summary(state: StoreState, chat_id: str, reply: ChainReply) -> Stored
     """The summary a read returned, decoded (None: none asked for, or none on the chain)."""
     if reply.summary is None:
         return None
+    if reply.opened_summary is not None:
+        return reply.opened_summary
     return parse_summary_member(
         reply.summary, state.keyspace.chat(chat_id).key("summary"), reply.summary_position
     )
@@ -608,6 +620,8 @@ class ChainReply:
     #: ``"~<rgen>"`` once the chat had a message redacted, else "": what a cached chain records
     #: beside its incarnation (see ``cache_id`` in ``lua/lib/reads.lua``).
     generation: str = ""
+    #: ``summary`` decoded (and opened, a sealed chat's) by the read that returned it.
+    opened_summary: StoredSummary | None = None
 
 
 def parse_chain_reply(reply: Sequence[Any]) -> ChainReply:

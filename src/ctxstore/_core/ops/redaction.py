@@ -151,17 +151,21 @@ def _redact_call(
     limit = state.limits.max_message_bytes
     body = encode(redacted, what="the redacted message", limit=limit)
     packed_metadata = encode(metadata, what="the redacted metadata", limit=limit, strict=True)
-    if seal is not None:  # sealed for the same place: its position and parent
-        body = seal.seal(PAYLOAD, body, position, parent)
-        packed_metadata = seal.seal(METADATA, packed_metadata, position, parent)
-    record = encode_record(
-        body,
-        created_at=msgpack.packb(fields[1]),
-        tag=tag,
-        chosen=chosen or "",
-        metadata=packed_metadata,
-        parent=fields[0],
-    )
+    stored_metadata = fields[3] if len(fields) == 6 else None
+    if seal is not None and redacted == payload and metadata == stored_metadata:
+        record = raw  # redacted already: sealed again it would differ (a new nonce), not change
+    else:
+        if seal is not None:  # sealed for the same place: its position and parent
+            body = seal.seal(PAYLOAD, body, position, parent)
+            packed_metadata = seal.seal(METADATA, packed_metadata, position, parent)
+        record = encode_record(
+            body,
+            created_at=msgpack.packb(fields[1]),
+            tag=tag,
+            chosen=chosen or "",
+            metadata=packed_metadata,
+            parent=fields[0],
+        )
     tokens = state.message_tokens(redacted)
     script = load_script("redact_message")
     keys = keys_for(script, chat)

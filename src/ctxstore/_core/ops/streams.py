@@ -40,13 +40,17 @@ from typing import Any, Final
 from ctxstore._base.ids import check_name
 from ctxstore._base.plans import Emit, Plan, Run
 from ctxstore._core.format.fields import corrupt, text
+from ctxstore._core.format.sealed import ChatSeal
 from ctxstore._core.ids import new_tags
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
+from ctxstore._core.ops.data_keys import chat_owner, owner_keys
 from ctxstore._core.protocol import Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
+from ctxstore.crypto.seal import is_sealed
 from ctxstore.errors import (
     BackendTimeoutError,
+    ConfigurationError,
     InvalidIdError,
     StreamFailedError,
     ValidationError,
@@ -83,6 +87,8 @@ class _Read:
     cursor: str
     detail: str
     pieces: tuple[StreamPiece, ...]
+    #: The write number of the last sealed piece read (0: none yet, or pieces in the clear).
+    last_write: int = 0
 
 
 def check_stream_id(stream_id: object) -> tuple[int, int]:
@@ -145,6 +151,35 @@ def begin_stream(
     return stream_id
 
 
+def stream_kind(stream_id: str) -> bytes:
+    """The kind of a stream piece's sealed value: a piece of that answer stream (its id is
+    unique, so a piece copied to another stream or chat does not open)."""
+    named = stream_id.encode("ascii")
+    return b"d%d:%s" % (len(named), named)
+
+
+def stream_seal(state: StoreState, chat_id: str, user_id: str | None) -> Operation[ChatSeal]:
+    """What seals and opens a chat's stream pieces: its owner's keys, bound to the chat (the
+    stream id binds the rest; no incarnation to learn for every piece)."""
+    owner = yield from chat_owner(state, chat_id, user_id)
+    keys = yield from owner_keys(state, owner)
+    if keys.current is None:  # a sealed chat whose open stopped before making the key
+        keys = yield from owner_keys(state, owner, create=True)
+    return ChatSeal(keys, state.keyspace.namespace, chat_id, "")
+
+
+def open_piece(seal: ChatSeal, stream_id: str, raw: Any, key: str, entry: str) -> tuple[int, str]:
+    """The write number and text of a sealed piece: ``"<write>:"`` then its sealed value,
+    bound to its stream and its write number."""
+    stored = bytes(raw) if not isinstance(raw, bytes) else raw
+    number, colon, sealed = stored.partition(b":")
+    if not colon or not number.isdigit():
+        raise corrupt(key, entry, "a piece that is not sealed, in a chat whose pieces are")
+    return int(number), seal.open_text(
+        stream_kind(stream_id), sealed, int(number), key=key, field=entry
+    )
+
+
 def write_stream(
     state: StoreState,
     chat_id: str,
@@ -164,6 +199,13 @@ def write_stream(
             f"a piece of {len(piece)} characters is over the limit of "
             f"{state.limits.max_message_bytes}"
         )
+    text_arg: str | bytes = piece
+    if state.settings.encryption is not None:
+        seal = yield from stream_seal(state, chat_id, user_id)
+        if piece:
+            text_arg = b"%d:" % number + seal.keys_current_seal(
+                stream_kind(stream_id), piece.encode("utf-8"), number
+            )
     written: bool = yield script_call(
         script,
         keys,
@@ -174,7 +216,8 @@ def write_stream(
             state.clock(),
             writer_ttl_ms,
             MAX_WRITES,
-            piece,
+            text_arg,
+            "1" if state.settings.encryption is not None else "",
         ),
         parse=lambda reply: int(reply) == 1,
         context=chat_context(chat_id),
@@ -281,9 +324,12 @@ def _reading(
     wait_ms: int,
 ) -> Plan[None]:
     late = 0  # reads in a row whose reply came too late
+    last_write = 0  # a sealed stream's pieces come in the order of their writes
     while True:
         try:
-            found: _Read = yield Run(_read_op(state, chat_id, stream_id, cursor, user_id))
+            found: _Read = yield Run(
+                _read_op(state, chat_id, stream_id, cursor, user_id, last_write)
+            )
         except BackendTimeoutError:
             # A reader is read-only: a reply late because this process was busy (an event
             # loop held by other work past the socket's timeout) is asked again, not a failed
@@ -293,6 +339,7 @@ def _reading(
                 raise
             continue
         late = 0
+        last_write = max(last_write, found.last_write)
         for piece in found.pieces:
             yield Emit(piece)
         cursor = found.cursor
@@ -314,31 +361,56 @@ def _reading(
 
 
 def _read_op(
-    state: StoreState, chat_id: str, stream_id: str, cursor: str, user_id: str | None
+    state: StoreState,
+    chat_id: str,
+    stream_id: str,
+    cursor: str,
+    user_id: str | None,
+    last_write: int = 0,
 ) -> Operation[_Read]:
+    """One read of the stream after ``cursor``; a sealed stream's pieces are opened, each one's
+    write number after ``last_write`` (the last one read before): pieces moved out of their
+    order are corruption."""
     script, keys = _scripted("read_stream", state, chat_id)
     stream_key = keys[1]
 
-    def parse(reply: Sequence[Any]) -> _Read:
-        status, last, detail, flat = text(reply[0]), text(reply[1]), text(reply[2]), reply[3]
-        pieces = []
-        for index in range(0, len(flat), 2):
-            entry = text(flat[index])
-            try:
-                piece = text(flat[index + 1])
-            except UnicodeDecodeError:
-                raise corrupt(stream_key, entry, "a piece that is not UTF-8 text") from None
-            pieces.append(StreamPiece(entry, piece))
-        return _Read(status, last, detail, tuple(pieces))
+    def parse(reply: Sequence[Any]) -> tuple[str, str, str, list[Any]]:
+        return text(reply[0]), text(reply[1]), text(reply[2]), list(reply[3])
 
-    found: _Read = yield script_call(
+    status, last, detail, flat = yield script_call(
         script,
         keys,
         (*scope_args(user_id, None), stream_id, cursor, READ_COUNT, state.clock()),
         parse=parse,
         context=chat_context(chat_id),
     )
-    return found
+    seal = None
+    if state.settings.encryption is not None and flat:
+        seal = yield from stream_seal(state, chat_id, user_id)
+    pieces = []
+    for index in range(0, len(flat), 2):
+        entry = text(flat[index])
+        if seal is not None:
+            number, piece = open_piece(seal, stream_id, flat[index + 1], stream_key, entry)
+            if number <= last_write:
+                raise corrupt(
+                    stream_key, entry, f"a piece of write {number} after write {last_write}"
+                )
+            last_write = number
+        else:
+            try:
+                piece = text(flat[index + 1])
+            except UnicodeDecodeError:
+                written, _colon, rest = bytes(flat[index + 1]).partition(b":")
+                if written.isdigit() and is_sealed(rest):
+                    raise ConfigurationError(
+                        f"{stream_key} holds sealed pieces (a chat of a store with encryption):"
+                        " this store has none; connect with encryption=<the KeyProvider>",
+                        key=stream_key,
+                    ) from None
+                raise corrupt(stream_key, entry, "a piece that is not UTF-8 text") from None
+        pieces.append(StreamPiece(entry, piece))
+    return _Read(status, last, detail, tuple(pieces), last_write)
 
 
 def _wait_op(state: StoreState, chat_id: str, cursor: str, wait_ms: int) -> Operation[None]:

@@ -16,12 +16,14 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from ctxstore._base.ids import check_name
+from ctxstore._core.format.sealed import ChatSeal
 from ctxstore._core.format.summaries import (
     MAX_SUMMARY_TOKENS,
     parse_summary_member,
     summary_member,
 )
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
+from ctxstore._core.ops.data_keys import write_seal
 from ctxstore._core.protocol import Operation, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
@@ -51,7 +53,8 @@ def write_summary(
         if not isinstance(content, str):
             raise ValidationError("a summary needs a non-empty text")
         tokens = state.message_tokens({"role": "assistant", "content": content})
-    member = new_summary_member(state, message_id, content, metadata or {}, tokens)
+    seal, known = yield from write_seal(state, chat_id, user_id, incarnation)
+    member = new_summary_member(state, message_id, content, metadata or {}, tokens, seal)
     script = load_script("write_summary")
     key = chat.key("summary")
 
@@ -59,7 +62,7 @@ def write_summary(
         position, written, stored, covered_tokens, depth = reply
         return {
             "written": bool(int(written)),
-            "summary": parse_summary_member(stored, key, int(position)),
+            "summary": parse_summary_member(stored, key, int(position), seal),
             "covered_messages": int(depth),
             "covered_tokens": int(covered_tokens),
         }
@@ -67,7 +70,7 @@ def write_summary(
     result: WrittenSummary = yield script_call(
         script,
         keys_for(script, chat),
-        (*scope_args(user_id, incarnation), message_id, member, job),
+        (*scope_args(user_id, known), message_id, member, job),
         parse=parse,
         context=chat_context(chat_id),
         writes=True,
@@ -76,10 +79,16 @@ def write_summary(
 
 
 def new_summary_member(
-    state: StoreState, message_id: str, content: str, metadata: Mapping[str, Any], tokens: int
+    state: StoreState,
+    message_id: str,
+    content: str,
+    metadata: Mapping[str, Any],
+    tokens: int,
+    seal: ChatSeal | None = None,
 ) -> bytes:
-    """The member of a summary written now, validated; its metadata is marked as a context
-    summary (:data:`~ctxstore.messages.summaries.CONTEXT_SUMMARY`)."""
+    """The member of a summary written now, validated (and sealed with ``seal``, a sealed
+    chat's); its metadata is marked as a context summary
+    (:data:`~ctxstore.messages.summaries.CONTEXT_SUMMARY`)."""
     if not isinstance(content, str) or not content.strip():
         raise ValidationError("a summary needs a non-empty text")
     if not isinstance(metadata, Mapping):
@@ -97,4 +106,5 @@ def new_summary_member(
         metadata={**metadata, "type": CONTEXT_SUMMARY},
         tokens=tokens,
         limit=state.limits.max_message_bytes,
+        seal=seal,
     )

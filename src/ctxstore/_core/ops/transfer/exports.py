@@ -48,7 +48,9 @@ class Snapshot:
     active_branch: str
     branches: list[tuple[str, BranchRecord]]
     checkpoints: list[tuple[str, int, str, int]]
-    summaries: list[tuple[int, StoredSummary]]
+    #: (position, member as stored): opened (a sealed chat's) with the owner's keys when the
+    #: export reaches them (:func:`open_summaries`).
+    summaries: list[tuple[int, bytes]]
     length: int
 
 
@@ -87,8 +89,28 @@ def export_snapshot(state: StoreState, keys: ChatKeys, snapshot: Snapshot) -> Pl
         items = yield Run(message_chunk(state, keys, snapshot, first, last, ids, totals))
         for record in items:
             yield Emit(record)
-    for record in pointer_records(keys, snapshot, ids):
+    summaries = yield Run(open_summaries(state, keys, snapshot))
+    for record in pointer_records(keys, snapshot, ids, summaries):
         yield Emit(record)
+
+
+def open_summaries(
+    state: StoreState, keys: ChatKeys, snapshot: Snapshot
+) -> Operation[list[tuple[int, StoredSummary]]]:
+    """The snapshot's summaries decoded, a sealed chat's opened with its owner's keys."""
+    key = keys.key("summary")
+
+    def decode(seal: ChatSeal | None) -> list[tuple[int, StoredSummary]]:
+        return [
+            (position, parse_summary_member(member, key, position, seal))
+            for position, member in snapshot.summaries
+        ]
+
+    owner = str(snapshot.chat["user_id"])
+    opened_summaries: list[tuple[int, StoredSummary]] = yield from opened(
+        state, keys.chat_id, owner, snapshot.incarnation, decode
+    )
+    return opened_summaries
 
 
 def read_snapshot(keys: ChatKeys, user_id: str | None) -> Operation[Snapshot]:
@@ -133,9 +155,7 @@ def _snapshot(keys: ChatKeys, reply: Sequence[Any]) -> Snapshot:
         if score != int(score) or not 0 <= score < int(length):
             raise corrupt(summary_key, str(score), "scored with no position of the log")
         position = int(score)
-        summaries.append(
-            (position, parse_summary_member(flat_summaries[index], summary_key, position))
-        )
+        summaries.append((position, bytes(flat_summaries[index])))
     metadata, usage = metadata_and_usage(chat_key, fields)
     ttl = fields.get("ttl")
     chat: dict[str, Any] = {
@@ -275,7 +295,12 @@ def message_records(
     return out
 
 
-def pointer_records(keys: ChatKeys, snapshot: Snapshot, ids: Sequence[str]) -> list[dict[str, Any]]:
+def pointer_records(
+    keys: ChatKeys,
+    snapshot: Snapshot,
+    ids: Sequence[str],
+    summaries: Sequence[tuple[int, StoredSummary]],
+) -> list[dict[str, Any]]:
     """Branches, checkpoints and summaries, each checked to name the message at its position."""
     out: list[dict[str, Any]] = []
     for name, branch in snapshot.branches:
@@ -299,7 +324,7 @@ def pointer_records(keys: ChatKeys, snapshot: Snapshot, ids: Sequence[str]) -> l
                 "created_at": created_at,
             }
         )
-    for position, summary in snapshot.summaries:
+    for position, summary in summaries:
         field = str(position)
         _check_pointer(keys.key("summary"), field, position, summary["message_id"], ids)
         item: dict[str, Any] = {

@@ -450,6 +450,7 @@ class ChatImport:
             tokens=tokens,
             limit=self._state.limits.max_message_bytes,
             what=where,
+            seal=self._seal,
         )
         self._summaries.add(position)
         self._chunk.summaries += [position, member]

@@ -21,6 +21,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+import msgpack
+
 from ctxstore._core.format.chat import (
     check_chat_field,
     check_format,
@@ -39,6 +41,7 @@ from ctxstore._core.format.records import (
     gc_paused,
     is_generated_id,
     read_record,
+    record_fields,
     run_member,
 )
 from ctxstore._core.format.sealed import ChatSeal, MissingDataKeyError
@@ -61,6 +64,7 @@ from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
 from ctxstore.errors import (
     ChatNotFoundError,
+    ConfigurationError,
     ConflictError,
     CorruptionError,
     FormatError,
@@ -291,10 +295,12 @@ class _Log:
 
 def _decode(
     raw: bytes, key: str, position: int, seal: ChatSeal | None
-) -> tuple[int, str | None, str, int] | Problem:
+) -> tuple[int, str | None, str, int | None] | Problem:
     """The parent, chosen id, tag and token-entry flag of one record (opened with ``seal``, a
     sealed chat's: a record that does not open where it stands is a problem too), or why it is
-    not a message record."""
+    not a message record. A sealed record with nothing to open it (a store without the keys,
+    a chat whose owner or incarnation is broken) is checked up to its values: its flag is
+    unknown (None)."""
     try:
         parent, _created_at, payload, chosen, tag = read_record(raw, key, position, seal)
     except CorruptionError as error:
@@ -302,7 +308,22 @@ def _decode(
     except MissingDataKeyError as missing:
         reason = f"sealed with key {missing.key_id!r}, not a data key of the chat's owner"
         return Problem("record", key, str(position), reason)
+    except ConfigurationError:  # sealed values, and nothing here opens them
+        return _closed(raw, key, position)
     return parent, chosen, tag, flags_of(payload)
+
+
+def _closed(raw: bytes, key: str, position: int) -> tuple[int, str | None, str, None] | Problem:
+    """A sealed record checked as a record, its sealed values left closed."""
+    record = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    record[2] = {}
+    if len(record) == 6:
+        record[3] = {}
+    try:
+        parent, _created_at, _payload, chosen, tag = record_fields(record, key, position)
+    except CorruptionError as error:
+        return Problem("record", key, str(position), str(error.details["reason"]))
+    return parent, chosen, tag, None
 
 
 def _scan_log(snapshot: _Snapshot, pause_gc: bool, seal: ChatSeal | None = None) -> _Log:
@@ -682,6 +703,7 @@ def _check(
         snapshot.summaries,
         lambda position: log.id_of(position, snapshot.incarnation),
         len(snapshot.records),
+        seal,
     )
     if snapshot.chat:
         _check_counters(found, snapshot)

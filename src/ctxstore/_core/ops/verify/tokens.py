@@ -11,9 +11,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 
-from ctxstore._core.format.summaries import parse_summary_member
+from ctxstore._core.format.sealed import ChatSeal, MissingDataKeyError
+from ctxstore._core.format.summaries import closed_summary, parse_summary_member
 from ctxstore._core.format.tokens import KNOWN_FLAGS, TOK_WIDTH, entry_at
-from ctxstore.errors import CorruptionError
+from ctxstore.errors import ConfigurationError, CorruptionError
 
 #: A check's report: (kind, key, field, detail).
 Report = Callable[[str, str, str, str], None]
@@ -71,18 +72,27 @@ def check_summaries(
     summaries: Sequence[tuple[bytes, float]],
     id_of: Callable[[int], str | None],
     length: int,
+    seal: ChatSeal | None = None,
 ) -> None:
-    """Every summary hangs on a message of the log, names that message, and is a record."""
+    """Every summary hangs on a message of the log, names that message, and is a record (a
+    sealed chat's opened with ``seal``; with nothing to open it, checked up to its sealed
+    content)."""
     for member, score in summaries:
         if not (0 <= score < length) or score != int(score):  # inf and -inf fail the range
             report("summary", key, str(score), "scored with no position of the log")
             continue
         position = int(score)
         try:
-            summary = parse_summary_member(member, key, position)
+            summary = parse_summary_member(member, key, position, seal)
         except CorruptionError as error:
             report("summary", key, str(position), str(error))
             continue
+        except MissingDataKeyError as missing:
+            detail = f"sealed with key {missing.key_id!r}, not a data key of the chat's owner"
+            report("summary", key, str(position), detail)
+            continue
+        except ConfigurationError:  # sealed, and nothing here opens it: its record is sound
+            summary = closed_summary(member, key, position)
         expected = id_of(position)
         if expected is not None and summary["message_id"] != expected:
             report(
