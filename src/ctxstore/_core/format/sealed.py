@@ -96,31 +96,21 @@ class ChatSeal:
         ``parent`` (-1: a root)."""
         return b"%s%s%d\x00%d" % (kind, self._place, position, parent)
 
-    def keys_current_seal(self, kind: bytes, plaintext: bytes, position: int = 0) -> bytes:
+    def keys_current_seal(
+        self, kind: bytes, plaintext: bytes, position: int = 0, parent: int = 0
+    ) -> bytes:
         """``plaintext`` sealed as a value of ``kind`` (whose name says what it belongs to: a
-        summary's message, a stream) at ``position`` (a stream piece's write number), as the
-        raw sealed bytes."""
+        record's payload, a summary's message, a stream) at ``position`` under ``parent`` (a
+        stream piece: its write number), as the raw sealed bytes."""
         current = self.keys.current
         if current is None:  # pragma: no cover - a write reads or makes the keys first
             raise AssertionError("sealing needs the owner's current data key")
-        return current.seal(plaintext, self.aad(kind, position, 0))
+        return current.seal(plaintext, self.aad(kind, position, parent))
 
     def open_text(self, kind: bytes, value: bytes, position: int, *, key: str, field: str) -> str:
         """The text :meth:`keys_current_seal` sealed in ``value``; ``CorruptionError`` naming
         ``key`` and ``field`` when it does not open there (or is not UTF-8)."""
-        sealing = self._key_of(value, position, key, kind)
-        bound = sealing.header + kind + self._place + b"%d\x00%d" % (position, 0)
-        try:
-            plaintext = sealing.open_bound(value, bound)
-        except UnauthenticError:
-            raise CorruptionError(
-                f"corrupt data at {key} field {field!r}: the sealed {_WHAT[kind]} does not open "
-                f"where it stands (moved from another place, altered), key {sealing.key_id!r}",
-                key=key,
-                field=field,
-                key_id=sealing.key_id,
-                reason="does not open where it stands",
-            ) from None
+        plaintext = self._plaintext(kind, value, position, 0, key, field)
         try:
             return plaintext.decode("utf-8")
         except UnicodeDecodeError:
@@ -128,11 +118,9 @@ class ChatSeal:
 
     def seal(self, kind: bytes, plaintext: bytes, position: int, parent: int) -> bytes:
         """``plaintext`` sealed for its place, as the msgpack ``bin`` a record holds."""
-        current = self.keys.current
-        if current is None:  # pragma: no cover - a write reads or makes the keys first
-            raise AssertionError("sealing needs the owner's current data key")
-        sealed = current.seal(plaintext, self.aad(kind, position, parent))
-        packed: bytes = msgpack.packb(sealed, use_bin_type=True)
+        packed: bytes = msgpack.packb(
+            self.keys_current_seal(kind, plaintext, position, parent), use_bin_type=True
+        )
         return packed
 
     def open(
@@ -210,7 +198,17 @@ class ChatSeal:
             record[2] = found
         return with_metadata
 
-    def _plaintext(self, kind: bytes, value: object, position: int, parent: int, key: str) -> bytes:
+    def _plaintext(
+        self,
+        kind: bytes,
+        value: object,
+        position: int,
+        parent: int,
+        key: str,
+        field: str | None = None,
+    ) -> bytes:
+        """The plaintext of one sealed value (``field``, the position by default, names it in
+        an error)."""
         if type(value) is not bytes:
             raise corrupt(
                 key,
@@ -223,7 +221,7 @@ class ChatSeal:
         try:
             return sealing.open_bound(value, bound)
         except UnauthenticError:
-            raise _unopened(key, position, kind, sealing.key_id) from None
+            raise _unopened(key, position, kind, sealing.key_id, field) from None
 
     def _maps(
         self, kind: bytes, plaintexts: list[bytes], positions: list[int], key: str
@@ -284,8 +282,10 @@ def array_header(count: int) -> bytes:
     return b"\xdd" + count.to_bytes(4, "big")
 
 
-def _unopened(key: str, position: int, kind: bytes, key_id: str) -> CorruptionError:
-    field = str(position)
+def _unopened(
+    key: str, position: int, kind: bytes, key_id: str, field: str | None = None
+) -> CorruptionError:
+    field = str(position) if field is None else field
     return CorruptionError(
         f"corrupt data at {key} field {field!r}: the sealed {_WHAT[kind]} at position "
         f"{position} does not open where it stands (moved from another place, altered, or "
