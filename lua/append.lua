@@ -50,7 +50,8 @@
 --                    size, the usual case), the entries are stored as they are; otherwise the
 --                    script shifts each by the difference.
 -- ARGV[4] title      a title the chat takes if it has none ("" for none): a chat UI's first
---                    save titles the chat in the same call
+--                    save titles the chat in the same call (sealed records: the title sealed
+--                    for the same incarnation)
 -- ARGV[5..] records  one per message, oldest first, built by the client as if each message were
 --                    the child of the one before it in the log (parent -2) and kept its chosen
 --                    id; the script rewrites the few that are not (the first of a new run, an
@@ -213,12 +214,7 @@ return run(function()
   end
   check_fence(chat, fence)
   local sealed = fields[8] == SEALED_FORMAT
-  if sealed and seal == '' then
-    fail('SEALED', {})
-  elseif seal ~= '' and not sealed then
-    corrupt(chat, 'fmt', 'a chat written without encryption, which a store with encryption '
-            .. 'refuses (docs/encryption.md)')
-  end
+  check_sealed_call(chat, fields[8], seal ~= '')
   -- The place each record lands: its parent, for the layout a sealed call must match.
   local layout = {}
   local ttl = chat_ttl(chat, fields[5])

@@ -30,7 +30,10 @@
 --                    Cluster, where the record lives in another slot), else "0"
 -- ARGV[16] format   the format of a chat this call creates: FORMAT, or SEALED_FORMAT for a
 --                    store with encryption (its records sealed by the client)
--- ARGV[17..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
+-- ARGV[17] seal      "" for metadata in the clear (or none); for metadata sealed by the client
+--                    (a sealed chat's) the incarnation it was sealed for, which must be the
+--                    chat's (ARGV[3] for a chat this call creates), else RESEAL names it
+-- ARGV[18..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value; sealed: a bin)
 -- Reply: {-1} when the call would create the chat and neither KEYS[10] is given nor ARGV[15]
 --         is "1": nothing is written; the caller records the chat in its owner record and
 --         calls again (a chat's first key never exists before its owner record names it).
@@ -38,7 +41,10 @@
 --         chat has more than one run (it may have forks: messages with versions) else 0,
 --         then the chain read of get_chain.lua when load is "1" (head, length, base, covered,
 --         records, left, next), else nothing more}
--- Errors: TAKEN when another user owns the chat (nothing is written or read), CORRUPT
+-- Errors: TAKEN when another user owns the chat (nothing is written or read), RESEAL {layout =
+--         the chat's incarnation} (sealed metadata sealed for another: checked last before any
+--         write), SEALED (metadata in the clear for a sealed chat), CORRUPT (also sealed metadata
+--         for a chat in the clear)
 --         (checked before anything is written: a merge first checks every field the reply
 --         carries), LIMIT (chain longer than max_depth, or metadata past max_keys / max_bytes
 --         once merged: checked before anything is written, so a refused new chat is not
@@ -46,7 +52,7 @@
 -- This is upsert_chat, and the first call of a context engine: the owner check, the metadata
 -- merge and the read of the conversation happen in one script, one round trip.
 
-local FIRST_METADATA_ARG = 17
+local FIRST_METADATA_ARG = 18
 
 return run(function()
   local chat, now = KEYS[1], tonumber(ARGV[2])
@@ -72,7 +78,7 @@ return run(function()
     end
     local _owner
     _owner, inc, fields = open_chat(chat, ARGV[1], '', {'updated_at', 'active_branch', 'ttl',
-                                                    'rgen'})
+                                                    'rgen', 'fmt'})
     active = fields[2]
     ttl = chat_ttl(chat, fields[3])
     if inc == ARGV[3] then
@@ -100,7 +106,12 @@ return run(function()
     end
   end
   if #ARGV >= FIRST_METADATA_ARG then
-    check_metadata_merge(chat, ARGV, FIRST_METADATA_ARG, tonumber(ARGV[10]), tonumber(ARGV[11]))
+    check_sealed_call(chat, exists and fields[5] or ARGV[16], ARGV[17] ~= '')
+    check_metadata_merge(chat, ARGV, FIRST_METADATA_ARG, tonumber(ARGV[10]), tonumber(ARGV[11]),
+                         ARGV[17] ~= '')
+    if ARGV[17] ~= '' and ARGV[17] ~= inc then
+      fail('RESEAL', {layout = inc})
+    end
   end
   if not exists and KEYS[10] == nil and ARGV[15] ~= '1' then
     return {-1}  -- the owner record first (see the reply above); nothing written

@@ -24,6 +24,12 @@
 -- ARGV[11] now          epoch milliseconds
 -- ARGV[12] chat_id      the chat's id, for the compaction job
 -- ARGV[13] keep         the newest messages the compaction job keeps verbatim
+-- ARGV[14] seen_title   "" for a chat in the clear; for a sealed chat (whose title the script
+--                       cannot read) "=" then the title as the caller read it ("=" for none):
+--                       the caller decided from it, ARGV[8] is then the sealed marker ("" when
+--                       the title is the marker already) and ARGV[10] "1" when the title is
+--                       the one the message's text gives, else "0"; a title changed since is
+--                       CONFLICT changed
 -- Reply: {redacted (1, or 0 when the record is the redacted one already: nothing written),
 --         summaries dropped, answer-stream entries removed, the message's tokens before,
 --         positions whose chain totals moved, title replaced (0|1), the compaction marker set
@@ -197,8 +203,13 @@ return run(function()
     end
   end
   local title = fields[1]
-  local retitle = ARGV[8] ~= '' and title and title ~= ARGV[8]
-    and ((ARGV[9] == '1' and depth_at(runs, pos) <= TITLE_DEPTH) or title == ARGV[10])
+  local sealed_title = ARGV[14] ~= ''
+  if sealed_title and (title or '') ~= string.sub(ARGV[14], 2) then
+    fail('CONFLICT', {reason = 'changed', id = ARGV[7]})
+  end
+  local made_from = sealed_title and ARGV[10] == '1' or (not sealed_title and title == ARGV[10])
+  local retitle = ARGV[8] ~= '' and title and (sealed_title or title ~= ARGV[8])
+    and ((ARGV[9] == '1' and depth_at(runs, pos) <= TITLE_DEPTH) or made_from)
   local active = text_field(chat, 'active_branch', fields[2])
 
   -- The writes.

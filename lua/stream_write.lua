@@ -20,13 +20,7 @@
 
 return run(function()
   local _, inc, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'fmt'})
-  if (fields[1] == SEALED_FORMAT) ~= (ARGV[9] == '1') then
-    if ARGV[9] ~= '1' then
-      fail('SEALED', {})
-    end
-    corrupt(KEYS[1], 'fmt', 'a chat written without encryption, which a store with encryption '
-            .. 'refuses (docs/encryption.md)')
-  end
+  check_sealed_call(KEYS[1], fields[1], ARGV[9] == '1')
   local now, ttl, number = tonumber(ARGV[5]), tonumber(ARGV[6]), tonumber(ARGV[4])
   local raw = redis.call('HGET', KEYS[3], ARGV[3])
   local r = raw and parse_stream_record(KEYS[3], ARGV[3], raw)

@@ -20,21 +20,28 @@
 -- ARGV[7] index_owner the owner the index keys were built for ("" without them)
 -- ARGV[8] max_keys    the most metadata keys the chat may hold after the merge
 -- ARGV[9] max_bytes   the most bytes of metadata (field names and values) after the merge
--- ARGV[10..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value)
+-- ARGV[10] sealed     "1" when the title and metadata values are sealed (a store with
+--                     encryption), else ""
+-- ARGV[11..] field, value pairs of metadata to merge ("m:<key>" -> msgpack value; in a sealed
+--                     chat a bin: the value sealed by the client for the chat and the key)
 -- Reply: {indexed (0|1), flat HGETALL of the chat hash}
 -- Errors: NOT_FOUND when the chat does not exist, REPLACED, LIMIT (the metadata
 --         past max_keys / max_bytes once merged; nothing is written, the title included),
---         CORRUPT (a field the reply carries is malformed: checked before anything is written).
+--         CORRUPT (a field the reply carries is malformed: checked before anything is written;
+--         also sealed values for a chat in the clear), SEALED (values in the clear for a sealed
+--         chat).
 -- Each metadata key is its own hash field, so concurrent merges of different keys all survive.
 -- The index entries move inside the script, so a refused update never moves the chat up.
 
-local FIRST_METADATA_ARG = 10
+local FIRST_METADATA_ARG = 11
 
 return run(function()
-  local owner, _, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'updated_at', 'ttl'})
+  local owner, _, fields = open_chat(KEYS[1], ARGV[1], ARGV[2], {'updated_at', 'ttl', 'fmt'})
+  check_sealed_call(KEYS[1], fields[3], ARGV[10] == '1')
   local ttl = chat_ttl(KEYS[1], fields[2])
   if #ARGV >= FIRST_METADATA_ARG then
-    check_metadata_merge(KEYS[1], ARGV, FIRST_METADATA_ARG, tonumber(ARGV[8]), tonumber(ARGV[9]))
+    check_metadata_merge(KEYS[1], ARGV, FIRST_METADATA_ARG, tonumber(ARGV[8]), tonumber(ARGV[9]),
+                         ARGV[10] == '1')
   end
   local replaced = {title = ARGV[4] == '1'}
   for i = FIRST_METADATA_ARG, #ARGV, 2 do

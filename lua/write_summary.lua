@@ -31,14 +31,7 @@ return run(function()
   if #ARGV[4] <= SUMMARY_TOKEN_BYTES then
     fail('INVALID', {reason = 'a summary needs its tokens and a record'})
   end
-  local sealed = fields[2] == SEALED_FORMAT
-  if summary_sealed(ARGV[4]) ~= sealed then
-    if sealed then
-      fail('SEALED', {})
-    end
-    corrupt(KEYS[1], 'fmt', 'a chat written without encryption, which a store with encryption '
-            .. 'refuses (docs/encryption.md)')
-  end
+  check_sealed_call(KEYS[1], fields[2], summary_sealed(ARGV[4]))
   local tokens = select(2, tok_at(KEYS[6], pos))
   local depth = depth_at(KEYS[4], pos)
   local existing = redis.call('ZRANGEBYSCORE', KEYS[5], pos, pos, 'LIMIT', 0, 1)[1]

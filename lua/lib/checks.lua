@@ -13,6 +13,19 @@ local function corrupt(key, field, reason)
   fail('CORRUPT', {key = key, field = field, reason = reason})
 end
 
+-- Fails unless a call's values are sealed exactly when the chat's are (fmt: the chat's format as
+-- read): values in the clear for a sealed chat are SEALED (a store without encryption), sealed
+-- values for a chat in the clear are CORRUPT (a store with encryption refuses such a chat).
+local function check_sealed_call(chat_key, fmt, sealed)
+  if (fmt == SEALED_FORMAT) ~= sealed then
+    if not sealed then
+      fail('SEALED', {})
+    end
+    corrupt(chat_key, 'fmt', 'a chat written without encryption, which a store with encryption '
+            .. 'refuses (docs/encryption.md)')
+  end
+end
+
 -- Whether s is UTF-8 as Python's strict decoder reads it: no overlong forms, no surrogates,
 -- nothing past U+10FFFF. One pass over the bytes, none at all for ASCII.
 local function is_utf8(s)

@@ -103,10 +103,10 @@ def every_byte(backend: str, base: str) -> bytes:
 
 
 def fill(store: Any, chat_id: str = "c1", user: str = "alice") -> tuple[list[str], list[str]]:
-    """A chat of three messages (one with metadata) and a fork; the markers in them, and the
-    ids of the main branch."""
-    marks = [marker() for _ in range(7)]
-    store.open_chat(chat_id, user)
+    """A chat of three messages (one with metadata), a fork, a summary, a title and chat
+    metadata; the markers in them, and the ids of the main branch."""
+    marks = [marker() for _ in range(10)]
+    store.open_chat(chat_id, user, metadata={"topic": marks[7]})
     first = store.append(
         chat_id, None, [{"role": "user", "content": marks[0]}], expected_head=None, user_id=user
     )
@@ -128,6 +128,7 @@ def fill(store: Any, chat_id: str = "c1", user: str = "alice") -> tuple[list[str
     store.write_summary(
         chat_id, second.message_ids[0], marks[5], metadata={"note": marks[6]}, user_id=user
     )
+    store.update_chat(chat_id, title=marks[8], metadata={"tags": [marks[9]]}, user_id=user)
     return marks, [first.head_message_id, *second.message_ids]
 
 
@@ -164,6 +165,85 @@ def test_every_read_opens_the_sealed_records(sealed: Any) -> None:
     summaries = [item for item in exported if item["type"] == "summary"]
     assert [item["content"] for item in summaries] == [marks[5]]
     assert sealed.verify_chat("c1").ok
+
+
+def test_a_sealed_chats_title_and_metadata_read_back_everywhere_and_filter_a_listing(
+    sealed: Any, backend: str, namespace: str
+) -> None:
+    marks, _ids = fill(sealed)
+    fill(sealed, "c2", "bob")
+    wanted = {"topic": marks[7], "tags": [marks[9]]}
+    chat = sealed.get_chat("c1", user_id="alice")
+    assert (chat.title, chat.metadata) == (marks[8], wanted)
+    assert sealed.open_chat("c1", "alice").chat.metadata == wanted
+    listed = sealed.list_chats(user_id="alice")
+    assert [(c.id, c.title, c.metadata) for c in listed] == [("c1", marks[8], wanted)]
+    assert [c.id for c in sealed.list_chats(metadata=("topic", marks[7]))] == ["c1"]
+    assert sealed.list_chats(metadata=("topic", "MARK-none")) == []
+    assert {c.user_id for c in sealed.list_chats()} == {"alice", "bob"}  # each owner's key
+    header = next(iter(sealed.export_chat("c1")))
+    assert (header["title"], header["metadata"]) == (marks[8], wanted)
+    assert sealed.get_graph("c1").chat.title == marks[8]
+    key = f"ctx:{namespace}:{{c1}}:chat"
+    client = raw_client(backend)
+    try:
+        stored = client.hgetall(key)
+    finally:
+        client.close()
+    assert set(stored) >= {b"title", b"m:topic", b"m:tags"}  # names in the clear, not values
+    assert marks[8].encode() not in stored[b"title"]
+
+
+@pytest.mark.parametrize("move", ["title to another chat", "value to another key"])
+def test_a_sealed_title_or_metadata_value_moved_does_not_open(
+    sealed: Any, backend: str, namespace: str, move: str
+) -> None:
+    fill(sealed)
+    fill(sealed, "c2")
+    client = raw_client(backend)
+    one, two = (f"ctx:{namespace}:{{{chat}}}:chat" for chat in ("c1", "c2"))
+    try:
+        if move == "title to another chat":
+            client.hset(two, "title", client.hget(one, "title"))
+            field = "title"
+        else:
+            client.hset(two, "m:topic", client.hget(two, "m:tags"))
+            field = "m:topic"
+    finally:
+        client.close()
+    with pytest.raises(CorruptionError) as caught:
+        sealed.get_chat("c2", user_id="alice")
+    assert (caught.value.details["key"], caught.value.details["field"]) == (two, field)
+    assert "MARK" not in str(caught.value)
+    assert sealed.get_chat("c1", user_id="alice").title is not None
+    page = sealed.list_chats_page(user_id="alice")
+    assert ([c.id for c in page.chats], list(page.skipped)) == (["c1"], ["c2"])
+    report = sealed.verify_chat("c2")
+    assert [(p.key, p.field) for p in report.problems] == [(two, field)]
+    assert sealed.verify_chat("c1").ok
+
+
+def test_an_open_with_metadata_seals_it_for_the_chats_incarnation(
+    sealed: Any, backend: str, namespace: str
+) -> None:
+    """A cold process's open of an existing chat predicts a new chat's incarnation: the
+    script names the chat's own and writes nothing; the metadata lands sealed for it."""
+    sealed.open_chat("c1", "alice", metadata={"a": 1})
+    _forget_process_caches()
+    with trace_wire() as wire:
+        opened = sealed.open_chat("c1", "alice", metadata={"b": marker()})
+    assert sorted(opened.chat.metadata) == ["a", "b"]
+    if "cluster" not in backend:  # the owner's keys, the open refused, the open, the index
+        assert wire.round_trips == 4
+    assert sealed.get_chat("c1", user_id="alice").metadata == opened.chat.metadata
+
+
+def test_an_open_with_metadata_refused_makes_no_data_key(sealed: Any, snap: Any) -> None:
+    sealed.open_chat("c1", "alice")
+    before = snap()
+    with pytest.raises(ChatNotFoundError):
+        sealed.open_chat("c1", "mallory", metadata={"a": 1})
+    assert snap() == before
 
 
 def test_a_cold_process_reads_and_writes_a_sealed_chat(
@@ -570,10 +650,11 @@ def test_a_snapshot_taken_before_an_erasure_never_opens_the_erased_users_records
         bob, _ = fill(store, "c2", "bob")
         client = raw_client(redis_server.url)
         try:
-            before = client.lastsave()
+            # Done when no change is left unsaved (LASTSAVE counts seconds: a save in the
+            # second the server started would leave it as it was).
             client.bgsave()
             deadline = clock_time.monotonic() + 30
-            while client.lastsave() == before:
+            while not _saved(client.info("persistence")):
                 assert clock_time.monotonic() < deadline, "BGSAVE did not finish"
                 clock_time.sleep(0.05)
             found = client.config_get("dir")["dir"], client.config_get("dbfilename")["dbfilename"]
@@ -589,8 +670,25 @@ def test_a_snapshot_taken_before_an_erasure_never_opens_the_erased_users_records
         ctxstore.connect(fresh.url, namespace=namespace, encryption=provider) as restored,
     ):
         admin = restored.admin()
-        assert admin.get_chat("c1").user_id == "alice"  # the copy holds the chat...
-        with pytest.raises(KeyUnavailableError) as raised:  # ...which nothing opens
-            admin.load_branch("c1", user_id="alice")
-        assert raised.value.details["subject"] == "alice"
+        copy = raw_client(fresh.url)
+        try:  # the copy holds the chat...
+            assert copy.hget(f"ctx:{namespace}:{{c1}}:chat", "user_id") == b"alice"
+        finally:
+            copy.close()
+        for read in (  # ...which nothing opens: its messages, its title
+            lambda: admin.load_branch("c1", user_id="alice"),
+            lambda: admin.get_chat("c1"),
+        ):
+            with pytest.raises(KeyUnavailableError) as raised:
+                read()
+            assert raised.value.details["subject"] == "alice"
         assert contents(admin.load_branch("c2", user_id="bob").messages) == bob[:3]
+
+
+def _saved(persistence: dict[str, Any]) -> bool:
+    """Whether a background save finished with every change in its file."""
+    return (
+        persistence["rdb_bgsave_in_progress"] == 0
+        and persistence["rdb_changes_since_last_save"] == 0
+        and persistence["rdb_last_bgsave_status"] == "ok"
+    )

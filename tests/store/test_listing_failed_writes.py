@@ -165,8 +165,13 @@ def test_a_refused_write_puts_back_only_the_score_its_touch_set(
     before = raw.zscore(index, "c0")
     later = 1_900_000_000_000
 
+    sealing = store.state.settings.encryption is not None  # (the encrypted pass)
+
     def another_writer() -> None:
-        assert raw.zscore(index, "c0") > before  # the touch has moved the entry
+        if sealing:  # refused before its touches: a seal's first read is of the owner
+            assert raw.zscore(index, "c0") == before
+        else:
+            assert raw.zscore(index, "c0") > before  # the touch has moved the entry
         if moved:
             raw.zadd(index, {"c0": later})
 

@@ -18,6 +18,7 @@ from typing import Any
 from ctxstore._base.ids import check_key_id
 from ctxstore._core.format.codec import decode
 from ctxstore._core.format.fields import corrupt, field_count, field_text, pairs
+from ctxstore._core.format.sealed import ChatSeal
 from ctxstore._core.format.versions import FORMATS_READ, chat_format_error, is_format_number
 from ctxstore.errors import InvalidIdError
 from ctxstore.models import ChatInfo, ChatMeta
@@ -37,27 +38,53 @@ def _int(fields: dict[str, Any], name: str, key: str) -> int:
 # builds none, and `import ctxstore` must not load pydantic.
 
 
-def chat_meta(chat_id: str, key: str, reply: Sequence[Any] | Mapping[Any, Any]) -> ChatMeta:
-    return ChatMeta(**_chat_fields(chat_id, key, pairs(reply, key)))
+class Hidden:
+    """What a chat hash is read with when only its identity, times and counts are wanted (a
+    write's reply, before its values are opened): its title and metadata values are left out
+    (None, and absent keys)."""
 
 
-def chat_info(chat_id: str, key: str, reply: Sequence[Any] | Mapping[Any, Any]) -> ChatInfo:
+#: The one :class:`Hidden`.
+HIDDEN = Hidden()
+
+#: How a chat's title and metadata values are read: in the clear (None), opened with the
+#: chat's seal, or left out (:data:`HIDDEN`).
+ChatValues = ChatSeal | Hidden | None
+
+
+def chat_meta(
+    chat_id: str,
+    key: str,
+    reply: Sequence[Any] | Mapping[Any, Any],
+    values: ChatValues = None,
+) -> ChatMeta:
+    return ChatMeta(**_chat_fields(chat_id, key, pairs(reply, key), values))
+
+
+def chat_info(
+    chat_id: str,
+    key: str,
+    reply: Sequence[Any] | Mapping[Any, Any],
+    values: ChatValues = None,
+) -> ChatInfo:
     fields = pairs(reply, key)
     return ChatInfo(
-        **_chat_fields(chat_id, key, fields),
+        **_chat_fields(chat_id, key, fields, values),
         message_count=_int(fields, "message_count", key),
         branch_count=_int(fields, "branch_count", key),
     )
 
 
-def _chat_fields(chat_id: str, key: str, fields: dict[str, Any]) -> dict[str, Any]:
+def _chat_fields(
+    chat_id: str, key: str, fields: dict[str, Any], values: ChatValues
+) -> dict[str, Any]:
     """The fields every chat model holds, each checked: the identity first (as the scripts
     check it), then whatever the hash holds that a chat model parses."""
     return {
         "id": chat_id,
         **_identity(key, fields),
-        "title": None if fields.get("title") is None else field_text(fields["title"], key, "title"),
-        "metadata": _metadata(key, fields),
+        "title": _title(key, fields.get("title"), values),
+        "metadata": _metadata(key, fields, values),
         "created_at": _int(fields, "created_at", key),
         "updated_at": _int(fields, "updated_at", key),
         "active_branch": field_text(fields.get("active_branch"), key, "active_branch"),
@@ -109,24 +136,48 @@ def check_incarnation(raw: object, key: str) -> str:
     return incarnation
 
 
+def _title(key: str, raw: object, values: ChatValues) -> str | None:
+    if raw is None:
+        return None
+    text = field_text(raw, key, "title")
+    if isinstance(values, ChatSeal):
+        return values.open_title(text, key=key)
+    return None if values is HIDDEN else text
+
+
 def metadata_and_usage(
-    key: str, fields: Mapping[str, Any]
+    key: str, fields: Mapping[str, Any], values: ChatValues = None
 ) -> tuple[dict[str, Any], dict[str, int]]:
-    """The chat's metadata (its ``m:<key>`` fields, decoded) and usage counters (its
-    ``u:<counter>`` fields), each checked."""
+    """The chat's metadata (its ``m:<key>`` fields, decoded, and opened with a sealed chat's
+    seal) and usage counters (its ``u:<counter>`` fields), each checked."""
     metadata: dict[str, Any] = {}
     usage: dict[str, int] = {}
     for name, raw in fields.items():
         if name.startswith(METADATA_PREFIX):
-            metadata[name[len(METADATA_PREFIX) :]] = decode(raw, key=key, field=name)
+            value = decode(raw, key=key, field=name)
+            if values is HIDDEN:
+                continue
+            metadata_key = name[len(METADATA_PREFIX) :]
+            if isinstance(values, ChatSeal):
+                value = values.open_metadata(metadata_key, value, key=key)
+            metadata[metadata_key] = value
         elif name.startswith(USAGE_PREFIX):
             usage[name[len(USAGE_PREFIX) :]] = field_count(raw, key, name)
-    return metadata, usage
+    # In key order: a hash keeps its fields in insertion order only while it is small (a
+    # sealed chat's longer values outgrow that sooner), and a read, an export, is the same
+    # each time.
+    return dict(sorted(metadata.items())), dict(sorted(usage.items()))
 
 
-def _metadata(key: str, fields: dict[str, Any]) -> dict[str, Any]:
+def has_sealed_values(fields: Mapping[str, Any]) -> bool:
+    """Whether a sealed chat's hash holds a value to open (a title, a metadata value): a read
+    of one without needs none of its owner's keys."""
+    return "title" in fields or any(name.startswith(METADATA_PREFIX) for name in fields)
+
+
+def _metadata(key: str, fields: dict[str, Any], values: ChatValues) -> dict[str, Any]:
     """The metadata a chat model shows: the usage counters under ``"usage"``."""
-    metadata, usage = metadata_and_usage(key, fields)
+    metadata, usage = metadata_and_usage(key, fields, values)
     if usage:
         metadata[USAGE_KEY] = usage
     return metadata

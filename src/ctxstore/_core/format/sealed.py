@@ -16,6 +16,8 @@ read raises ``CorruptionError`` naming the key and position.
 
 from __future__ import annotations
 
+import base64
+import binascii
 import re
 from dataclasses import dataclass
 from typing import Any
@@ -36,6 +38,8 @@ PREVIOUS_PARENT = -2
 #: The kinds of value a record holds, first in their associated data.
 PAYLOAD = b"p"
 METADATA = b"m"
+#: The kind of a chat's title (a chat-level value: sealed at position 0 under parent 0).
+TITLE = b"t"
 
 
 class MissingDataKeyError(Exception):
@@ -52,6 +56,13 @@ def summary_kind(message_id: str) -> bytes:
     a summary is sealed before the script finds that message's position)."""
     named = message_id.encode("utf-8")
     return b"s%d:%s" % (len(named), named)
+
+
+def chat_metadata_kind(name: str) -> bytes:
+    """The kind of the value of the chat's metadata key ``name`` (its name in the clear): a
+    value moved to another key does not open."""
+    named = name.encode("utf-8")
+    return b"c%d:%s" % (len(named), named)
 
 
 class ResealNeededError(CtxStoreError):
@@ -71,6 +82,20 @@ def sealed_chat_error(chat_id: object) -> ConfigurationError:
         f"chat {chat_id!r} is sealed (a store with encryption wrote it): this store has no "
         "encryption; connect with encryption=<the KeyProvider> (docs/encryption.md)",
         chat_id=chat_id,
+    )
+
+
+def plain_chat_error(key: str, chat_id: object) -> CorruptionError:
+    """What a store with encryption says of a chat written without it (until
+    ``ctxstore migrate --encrypt`` seals it)."""
+    return CorruptionError(
+        f"corrupt data at {key} field 'fmt': chat {chat_id!r} was written without encryption, "
+        "which a store with encryption refuses (ctxstore migrate --encrypt seals it; "
+        "docs/encryption.md)",
+        key=key,
+        field="fmt",
+        chat_id=chat_id,
+        reason="written without encryption",
     )
 
 
@@ -115,6 +140,36 @@ class ChatSeal:
             return plaintext.decode("utf-8")
         except UnicodeDecodeError:
             raise corrupt(key, field, f"the sealed {_WHAT[kind]} is not UTF-8 text") from None
+
+    def seal_title(self, title: str) -> str:
+        """A chat's title sealed, as the text the chat hash holds (base64: every script reads
+        a title as UTF-8 text, and a chat has one)."""
+        sealed = self.keys_current_seal(TITLE, title.encode("utf-8"))
+        return base64.b64encode(sealed).decode("ascii")
+
+    def open_title(self, raw: str, *, key: str) -> str:
+        """The title :meth:`seal_title` sealed in ``raw``; ``CorruptionError`` naming ``key``'s
+        ``title`` field when it is not one sealed for this chat."""
+        try:
+            value = base64.b64decode(raw.encode("ascii"), validate=True)
+        except (UnicodeEncodeError, binascii.Error):
+            raise corrupt(key, "title", "not a sealed title, in a chat whose values are") from None
+        return self.open_text(TITLE, value, 0, key=key, field="title")
+
+    def seal_metadata(self, name: str, packed: bytes) -> bytes:
+        """The msgpack value of metadata key ``name`` sealed, as the msgpack ``bin`` its
+        ``m:<name>`` field holds."""
+        return self.seal(chat_metadata_kind(name), packed, 0, 0)
+
+    def open_metadata(self, name: str, value: object, *, key: str) -> Any:
+        """The value of metadata key ``name`` that :meth:`seal_metadata` sealed (``value`` as
+        decoded from its field); ``CorruptionError`` naming the field otherwise."""
+        field = f"m:{name}"
+        plaintext = self._plaintext(chat_metadata_kind(name), value, 0, 0, key, field)
+        try:
+            return msgpack.unpackb(plaintext, raw=False, strict_map_key=False)
+        except Exception:  # msgpack raises several unrelated types for bad input
+            raise corrupt(key, field, "the sealed metadata value is not valid msgpack") from None
 
     def seal(self, kind: bytes, plaintext: bytes, position: int, parent: int) -> bytes:
         """``plaintext`` sealed for its place, as the msgpack ``bin`` a record holds."""
@@ -212,11 +267,11 @@ class ChatSeal:
         if type(value) is not bytes:
             raise corrupt(
                 key,
-                str(position),
-                f"the {_WHAT[kind]} at position {position} is not sealed, in a chat whose "
+                str(position) if field is None else field,
+                f"the {_WHAT[kind]}{_at(position, field)} is not sealed, in a chat whose "
                 "values are",
             )
-        sealing = self._key_of(value, position, key, kind)
+        sealing = self._key_of(value, position, key, kind, field)
         bound = sealing.header + kind + self._place + b"%d\x00%d" % (position, parent)
         try:
             return sealing.open_bound(value, bound)
@@ -245,14 +300,16 @@ class ChatSeal:
                 raise corrupt(key, str(position), f"the sealed {_WHAT[kind]} is not a map")
         return list(found)
 
-    def _key_of(self, value: bytes, position: int, key: str, kind: bytes) -> SealingKey:
+    def _key_of(
+        self, value: bytes, position: int, key: str, kind: bytes, field: str | None = None
+    ) -> SealingKey:
         """The owner's key a value names."""
         key_id = value_key_id(value)
         if key_id is None:
             raise corrupt(
                 key,
-                str(position),
-                f"the {_WHAT[kind]} at position {position} is not a sealed value",
+                str(position) if field is None else field,
+                f"the {_WHAT[kind]}{_at(position, field)} is not a sealed value",
             )
         sealing = self.keys.by_id.get(key_id)
         if sealing is None:
@@ -267,10 +324,10 @@ class _What(dict[bytes, str]):
     """What a kind of sealed value is called in an error."""
 
     def __missing__(self, kind: bytes) -> str:
-        return {b"s": "summary", b"d": "piece"}.get(kind[:1], "value")
+        return {b"s": "summary", b"d": "piece", b"c": "metadata value"}.get(kind[:1], "value")
 
 
-_WHAT = _What({PAYLOAD: "payload", METADATA: "metadata"})
+_WHAT = _What({PAYLOAD: "payload", METADATA: "metadata", TITLE: "title"})
 
 
 def array_header(count: int) -> bytes:
@@ -285,16 +342,23 @@ def array_header(count: int) -> bytes:
 def _unopened(
     key: str, position: int, kind: bytes, key_id: str, field: str | None = None
 ) -> CorruptionError:
+    where = _at(position, field)
     field = str(position) if field is None else field
     return CorruptionError(
-        f"corrupt data at {key} field {field!r}: the sealed {_WHAT[kind]} at position "
-        f"{position} does not open where it stands (moved from another place, altered, or "
-        f"sealed for another chat), key {key_id!r}",
+        f"corrupt data at {key} field {field!r}: the sealed {_WHAT[kind]}{where} does not "
+        "open where it stands (moved from another place, altered, or sealed for another "
+        f"chat), key {key_id!r}",
         key=key,
         field=field,
         key_id=key_id,
         reason="does not open where it stands",
     )
+
+
+def _at(position: int, field: str | None) -> str:
+    """Where a value stands, in an error: a record's position (a chat-level value, named by
+    its field, has none)."""
+    return f" at position {position}" if field is None else ""
 
 
 def _unpacked(plaintext: bytes, key: str, position: int, kind: bytes) -> Any:

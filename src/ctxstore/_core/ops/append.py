@@ -276,7 +276,7 @@ def append(
         seal="",
     )
 
-    def send(records: list[bytes], fields: AppendCall) -> Operation[_Appended]:
+    def send(records: list[bytes], fields: AppendCall, title: str) -> Operation[_Appended]:
         call = script_call(
             script,
             keys,
@@ -302,10 +302,10 @@ def append(
         return touched
 
     if state.settings.encryption is None:
-        result, _owner, _indexed, enqueued, head_tokens = yield from send(records, fields)
+        result, _owner, _indexed, enqueued, head_tokens = yield from send(records, fields, title)
     else:
         result, _owner, _indexed, enqueued, head_tokens = yield from sealed_append(
-            state, chat_id, owner, incarnation, expected_head, built, fields, send
+            state, chat_id, owner, incarnation, expected_head, built, fields, title, send
         )
     state.head_sizes.remember(chat_id, result.head_message_id, head_tokens)
     if compaction is not None and result.compaction_job is not None and not enqueued:
@@ -333,13 +333,15 @@ def sealed_append(
     expected_head: str | None,
     built: AppendArgs,
     fields: AppendCall,
-    send: Callable[[list[bytes], AppendCall], Operation[_Appended]],
+    title: str,
+    send: Callable[[list[bytes], AppendCall, str], Operation[_Appended]],
 ) -> Operation[_Appended]:
     """An append to a sealed chat: each record sealed under the owner's data key for the
     place it lands (see :mod:`ctxstore._core.format.sealed`). The place is predicted from what
     this process last saw of the chat; when the script finds another (a writer came between,
     a cold process), it writes nothing and names the right one, and the records are sealed for
-    it and sent again: one more round trip, only then."""
+    it and sent again: one more round trip, only then. A title is sealed with them, for the
+    same incarnation."""
     user_id = yield from chat_owner(state, chat_id, owner)
     keys = yield from owner_keys(state, user_id)
     count = len(built.records)
@@ -351,18 +353,17 @@ def sealed_append(
         # for a chat that takes them, and a refused append leaves nothing behind.
         probe = OwnerKeys(user_id, keys.subject, SealingKey(PROBE, random_key()), {})
         try:
-            probed = yield from send(
-                _sealed(built, probe, chat_id, state, layout), fields._replace(seal=PROBE)
-            )
+            probe_records, probe_title = _sealed(built, probe, chat_id, state, layout, title)
+            probed = yield from send(probe_records, fields._replace(seal=PROBE), probe_title)
         except ResealNeededError as moved:
             layout = Layout.parse(moved.layout, count)
         else:
             return probed  # a resend of a write applied before, answered from its ring
         keys = yield from owner_keys(state, user_id, create=True)
     for _attempt in range(MAX_RESEALS):
-        records = _sealed(built, keys, chat_id, state, layout)
+        records, sealed_title = _sealed(built, keys, chat_id, state, layout, title)
         try:
-            appended = yield from send(records, fields._replace(seal=layout.field()))
+            appended = yield from send(records, fields._replace(seal=layout.field()), sealed_title)
         except ResealNeededError as moved:
             layout = Layout.parse(moved.layout, count)
             continue
@@ -385,11 +386,16 @@ PROBE = "probe"
 
 
 def _sealed(
-    built: AppendArgs, keys: OwnerKeys, chat_id: str, state: StoreState, layout: Layout
-) -> list[bytes]:
-    """The append's records, each sealed for its place in ``layout``."""
+    built: AppendArgs,
+    keys: OwnerKeys,
+    chat_id: str,
+    state: StoreState,
+    layout: Layout,
+    title: str,
+) -> tuple[list[bytes], str]:
+    """The append's records, each sealed for its place in ``layout``, and its title (if any)."""
     seal = ChatSeal(keys, state.keyspace.namespace, chat_id, layout.incarnation)
-    return [
+    records = [
         encode_record(
             seal.seal(PAYLOAD, body, layout.first + index, layout.parents[index]),
             created_at=built.created,
@@ -405,6 +411,7 @@ def _sealed(
             zip(built.bodies, built.tags, built.chosen_ids, strict=True)
         )
     ]
+    return records, seal.seal_title(title) if title else ""
 
 
 #: From this many messages on, an append sends its records packed (see :func:`record_arguments`):

@@ -10,12 +10,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 from ctxstore._base.ids import check_key_id, check_name
 from ctxstore._core import telemetry
-from ctxstore._core.format.chat import METADATA_PREFIX, USAGE_KEY, USAGE_PREFIX, chat_meta
+from ctxstore._core.format.chat import HIDDEN, METADATA_PREFIX, USAGE_KEY, USAGE_PREFIX, chat_meta
 from ctxstore._core.format.codec import encode
 from ctxstore._core.format.fields import field_count, pairs, text
+from ctxstore._core.format.sealed import ChatSeal
 from ctxstore._core.ids import new_request_id
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops import indexes, owner_records
+from ctxstore._core.ops.data_keys import opened_chat, write_seal
 from ctxstore._core.protocol import Arg, Call, Operation, script_call
 from ctxstore._core.scripts import LuaScript, load_script
 from ctxstore._core.state import StoreState
@@ -116,15 +118,20 @@ def get_chat(
 ) -> Operation[ChatMeta]:
     chat = state.keyspace.chat(chat_id)
     script = load_script("get_chat")
-    meta: ChatMeta = yield script_call(
+    reply = yield script_call(
         script,
         keys_for(script, chat),
         scope_args(user_id, incarnation),
-        parse=lambda reply: chat_meta(chat_id, chat.key("chat"), reply),
+        parse=_reply,
         context=chat_context(chat_id),
     )
+    meta: ChatMeta = yield from opened_chat(state, chat_id, chat.key("chat"), reply, chat_meta)
     state.owners.remember(chat_id, meta.user_id)
     return meta
+
+
+def _reply(reply: Any) -> Any:
+    return reply
 
 
 def update_chat(
@@ -141,6 +148,10 @@ def update_chat(
     if title is not None:
         check_title(title)
     meta_args = metadata_args(metadata, state)
+    seal, incarnation = yield from write_seal(state, chat_id, user_id, incarnation)
+    if seal is not None:
+        title = None if title is None else seal.seal_title(title)
+        meta_args = sealed_metadata_args(seal, meta_args)
     now = state.clock()
     script = load_script("update_chat")
     owner = user_id if user_id is not None else state.owners.get(chat_id)
@@ -159,29 +170,45 @@ def update_chat(
             chat_id if in_script_index else "",
             (owner or "") if in_script_index else "",
             *metadata_limit_args(state),
+            "" if seal is None else "1",
             *meta_args,
         ),
-        parse=lambda reply: (bool(reply[0]), chat_meta(chat_id, chat.key("chat"), reply[1])),
+        # The chat's times and owner, its values left for opened_chat (a sealed chat's).
+        parse=lambda reply: (bool(reply[0]), chat_meta(chat_id, key, reply[1], HIDDEN), reply[1]),
         context=chat_context(chat_id),
         writes=True,
     )
+    key = chat.key("chat")
     if in_script_index:
-        indexed, meta = yield call
+        indexed, meta, flat = yield call
         state.owners.remember(chat_id, meta.user_id)
         if not indexed:
             yield from touch_indexes(state, chat_id, meta.user_id, meta.updated_at)
-        done: ChatMeta = meta
-        return done
-    _indexed, updated = yield from with_touch(
-        state,
-        chat_id,
-        call,
-        now,
-        owner_of=lambda reply: reply[1].user_id,
-        updated_at_of=lambda reply: reply[1].updated_at,
-    )
-    result: ChatMeta = updated
+    else:
+        _indexed, meta, flat = yield from with_touch(
+            state,
+            chat_id,
+            call,
+            now,
+            owner_of=lambda reply: reply[1].user_id,
+            updated_at_of=lambda reply: reply[1].updated_at,
+        )
+    result: ChatMeta = yield from opened_chat(state, chat_id, key, flat, chat_meta)
     return result
+
+
+def sealed_metadata_args(seal: ChatSeal, args: list[Arg]) -> list[Arg]:
+    """The ``m:<key>``, value pairs of :func:`metadata_args` with each value sealed for its
+    key (the names stay in the clear, as the usage counters among them: the scripts' limits
+    read the names, ``add_usage`` adds to the counters)."""
+    sealed: list[Arg] = []
+    for index in range(0, len(args), 2):
+        field, value = str(args[index]), args[index + 1]
+        if field.startswith(METADATA_PREFIX):
+            assert isinstance(value, bytes), "metadata_args packs every value"
+            value = seal.seal_metadata(field[len(METADATA_PREFIX) :], value)
+        sealed += [field, value]
+    return sealed
 
 
 def with_touch(

@@ -11,11 +11,23 @@ then it is corruption: a value of another user's chat.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
+from ctxstore._core.format.chat import (
+    ChatValues,
+    check_incarnation,
+    check_owner,
+    has_sealed_values,
+)
 from ctxstore._core.format.fields import corrupt, field_text, pairs
-from ctxstore._core.format.sealed import ChatSeal, MissingDataKeyError
+from ctxstore._core.format.sealed import (
+    ChatSeal,
+    MissingDataKeyError,
+    plain_chat_error,
+    sealed_chat_error,
+)
+from ctxstore._core.format.versions import FORMATS_READ, SEALED_FORMAT
 from ctxstore._core.keyring import (
     CURRENT_FIELD,
     OwnerKeys,
@@ -209,6 +221,38 @@ def opened(
             key_id=missing.key_id,
             chat_id=chat_id,
         ) from None
+
+
+def opened_chat(
+    state: StoreState,
+    chat_id: str,
+    key: str,
+    reply: Sequence[Any] | Mapping[Any, Any],
+    build: Callable[[str, str, Mapping[str, Any], ChatValues], R],
+) -> Operation[R]:
+    """``build(chat_id, key, fields, values)`` of a chat hash as a read returned it (a
+    :func:`~ctxstore._core.format.chat.chat_meta`), its title and metadata values opened when
+    the chat is sealed: with its owner's keys (a round trip only for a cold process, and only
+    when it has such a value). A sealed chat read by a store without encryption is its
+    ``ConfigurationError``; a chat in the clear read by a store with encryption is
+    ``CorruptionError``."""
+    fields = pairs(reply, key)
+    raw_format = fields.get("fmt")
+    found = raw_format.decode("utf-8", "replace") if isinstance(raw_format, bytes) else raw_format
+    if found != SEALED_FORMAT:
+        if state.settings.encryption is not None and found in FORMATS_READ:
+            raise plain_chat_error(key, chat_id)
+        return build(chat_id, key, fields, None)  # a format not read here: build says which
+    if state.settings.encryption is None:
+        raise sealed_chat_error(chat_id)
+    if not has_sealed_values(fields):
+        return build(chat_id, key, fields, None)
+    owner = check_owner(fields.get("user_id"), key)
+    incarnation = check_incarnation(fields.get("inc"), key)
+    built: R = yield from opened(
+        state, chat_id, owner, incarnation, lambda seal: build(chat_id, key, fields, seal)
+    )
+    return built
 
 
 def rotate_keys(state: StoreState) -> Operation[KeyRotation]:

@@ -18,7 +18,7 @@ from ctxstore._core.format.records import (
 from ctxstore._core.format.sealed import ChatSeal
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
-from ctxstore._core.ops.data_keys import opened
+from ctxstore._core.ops.data_keys import opened, opened_chat
 from ctxstore._core.ops.reads import fetch_ranges, flat_ranges, slices
 from ctxstore._core.protocol import Operation, script_call
 from ctxstore._core.scripts import load_script
@@ -55,7 +55,7 @@ def get_graph(
         context=chat_context(chat_id),
     )
     flat_chat, flat_branches, flat_checkpoints, _count, covered, parts, left = reply
-    meta = chat_meta(chat_id, chat.key("chat"), flat_chat)
+    meta = yield from opened_chat(state, chat_id, chat.key("chat"), flat_chat, chat_meta)
     loaded = slices(covered, parts)
     rest = flat_ranges(left)
     if rest:

@@ -24,7 +24,7 @@ from ctxstore._core.format.records import Slice, decode_records, derived_id, rec
 from ctxstore._core.format.sealed import ChatSeal
 from ctxstore._core.format.summaries import parse_summary_member
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
-from ctxstore._core.ops.data_keys import opened
+from ctxstore._core.ops.data_keys import opened, opened_chat
 from ctxstore._core.protocol import Operation, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
@@ -116,17 +116,22 @@ def graph_window(
         parse=lambda raw: raw,
         context=chat_context(chat_id),
     )
-    meta = chat_meta(chat.chat_id, chat.key("chat"), reply[0])
+    meta = yield from opened_chat(state, chat_id, chat.key("chat"), reply[0], chat_meta)
     window: GraphWindow = yield from opened(
-        state, chat_id, meta.user_id, meta.incarnation, lambda seal: _window(chat, reply, seal)
+        state,
+        chat_id,
+        meta.user_id,
+        meta.incarnation,
+        lambda seal: _window(chat, meta, reply, seal),
     )
     return window
 
 
-def _window(chat: Any, reply: Sequence[Any], seal: ChatSeal | None = None) -> GraphWindow:
-    (flat_chat, center, low, high, flat_segments, parts, left_out, deepest,
+def _window(
+    chat: Any, meta: ChatMeta, reply: Sequence[Any], seal: ChatSeal | None = None
+) -> GraphWindow:
+    (_flat_chat, center, low, high, flat_segments, parts, left_out, deepest,
      flat_branches, flat_checkpoints, flat_summaries, active_ranges) = reply  # fmt: skip
-    meta = chat_meta(chat.chat_id, chat.key("chat"), flat_chat)
     log_key = chat.key("log")
     segments = [flat_segments[i : i + 4] for i in range(0, len(flat_segments), 4)]
     slices = [

@@ -20,10 +20,11 @@ Stretches continue after the last entry read (keyset paging by score and member)
 listing costs time in proportion to the chats listed. ``list_chats(offset=...)`` starts at that
 rank of the index without reading what comes before (cost ~ the page); with a metadata filter
 it must read every chat before the offset (metadata lives in the chat hashes, which no index
-covers). ``list_chats_page`` pages with an opaque cursor instead, which stays right while chats
-are updated: a chat not updated during the paging appears exactly once; a chat updated during
-it moves to the front, so it may be missed by the pages still to come (it was seen, or will be
-seen first, by the next listing).
+covers; a sealed chat's metadata values are opened with its owner's data key, read once per
+owner and process, and compared in the clear). ``list_chats_page`` pages with an opaque cursor
+instead, which stays right while chats are updated: a chat not updated during the paging
+appears exactly once; a chat updated during it moves to the front, so it may be missed by the
+pages still to come (it was seen, or will be seen first, by the next listing).
 """
 
 from __future__ import annotations
@@ -40,6 +41,7 @@ from ctxstore._base.ids import check_key_id, check_name
 from ctxstore._core.format.chat import chat_info
 from ctxstore._core.format.codec import decode, encode
 from ctxstore._core.ops import indexes
+from ctxstore._core.ops.data_keys import opened_chat
 from ctxstore._core.protocol import Call, Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
@@ -48,6 +50,7 @@ from ctxstore.errors import (
     CtxStoreError,
     FormatError,
     InvalidIdError,
+    KeyUnavailableError,
     ValidationError,
 )
 from ctxstore.models import ChatPage
@@ -160,16 +163,27 @@ class _Corrupt:
 
 def _read_call(state: StoreState, chat_id: str) -> Call[Any]:
     key = state.keyspace.chat(chat_id).key("chat")
+    return command_call(("HGETALL", key), keys=(key,), parse=lambda flat: flat or None)
 
-    def parse(flat: Any) -> ChatInfo | _Corrupt | None:
-        if not flat:
-            return None
-        try:
-            return chat_info(chat_id, key, flat)
-        except (CorruptionError, FormatError, ValueError, TypeError) as error:  # not readable here
-            return _Corrupt(str(error))
 
-    return command_call(("HGETALL", key), keys=(key,), parse=parse)
+def _read_info(state: StoreState, chat_id: str, outcome: Any) -> Operation[Any]:
+    """The chat an index entry names, from its hash as read (or the error reading it): its
+    :class:`ChatInfo` (a sealed chat's title and metadata opened), :class:`_Corrupt` when it
+    cannot be read here (a chat whose owner's keys are gone included), None when it is gone."""
+    if outcome is None or isinstance(outcome, BaseException):
+        return outcome
+    key = state.keyspace.chat(chat_id).key("chat")
+    try:
+        info = yield from opened_chat(state, chat_id, key, outcome, chat_info)
+    except (
+        CorruptionError,
+        FormatError,
+        KeyUnavailableError,
+        ValueError,
+        TypeError,
+    ) as error:  # not readable here
+        return _Corrupt(str(error))
+    return info
 
 
 def _range_call(index: str, count: int, start: int | Position) -> Call[list[tuple[bytes, float]]]:
@@ -235,7 +249,9 @@ def _read_stretch(
             readable.append((member, score, chat_id))
     infos: list[Any] = []
     if readable:
-        infos = yield tuple(_read_call(state, chat_id) for _, _, chat_id in readable)
+        hashes = yield tuple(_read_call(state, chat_id) for _, _, chat_id in readable)
+        for (_member, _score, chat_id), outcome in zip(readable, hashes, strict=True):
+            infos.append((yield from _read_info(state, chat_id, outcome)))
     places = [
         place
         for entry, info in zip(readable, infos, strict=True)

@@ -22,14 +22,14 @@ import msgpack
 
 from ctxstore._base.ids import check_name
 from ctxstore._core.format.codec import encode
-from ctxstore._core.format.fields import text
+from ctxstore._core.format.fields import field_text, text
 from ctxstore._core.format.jobs import DEFAULT_KEEP
 from ctxstore._core.format.records import encode_record, open_record, read_record
 from ctxstore._core.format.sealed import METADATA, PAYLOAD, ChatSeal
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
 from ctxstore._core.ops.data_keys import opened
 from ctxstore._core.ops.jobs import enqueue_job
-from ctxstore._core.protocol import Operation, script_call
+from ctxstore._core.protocol import Operation, command_call, raise_first_error, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
 from ctxstore.errors import ConflictError, CorruptionError, ValidationError
@@ -58,9 +58,15 @@ def redact_message(
     _check_reason(reason)
     chat = state.keyspace.chat(chat_id)
     for _attempt in range(ATTEMPTS):
-        position, raw, message_id_read, inc = yield _read_call(
-            state, chat_id, message_id, user_id, incarnation
-        )
+        read = _read_call(state, chat_id, message_id, user_id, incarnation)
+        seen_title = None
+        if state.settings.encryption is None:
+            position, raw, message_id_read, inc = yield read
+        else:  # the sealed title too, which the client opens to decide its replacement
+            title_key = chat.key("chat")
+            outcomes = yield (read, command_call(("HGET", title_key, "title"), keys=(title_key,)))
+            raise_first_error(outcomes)
+            (position, raw, message_id_read, inc), seen_title = outcomes
         call = yield from opened(
             state,
             chat_id,
@@ -76,6 +82,7 @@ def redact_message(
                 reason,
                 user_id,
                 incarnation,
+                seen_title,
             ),
         )
         try:
@@ -136,6 +143,7 @@ def _redact_call(
     reason: str | None,
     user_id: str | None,
     incarnation: str | None,
+    seen_title: object,
     seal: ChatSeal | None = None,
 ) -> Any:
     chat = state.keyspace.chat(chat_id)
@@ -172,6 +180,13 @@ def _redact_call(
     if not state.cluster:
         keys = (*keys, *state.keyspace.job_keys(chat_id))
     is_user = payload.get("role") == "user"
+    title = static_title(collapsed_text(payload))
+    replacement, made_from, seen = marker, title, ""
+    if seal is not None:
+        (replacement, made_from), seen = _sealed_title_args(
+            seal, chat.key("chat"), seen_title, marker, title
+        )
+    title_args = (replacement, "1" if is_user else "0", made_from)
     return script_call(
         script,
         keys,
@@ -182,17 +197,31 @@ def _redact_call(
             record,
             tokens,
             message_id,
-            marker,
-            "1" if is_user else "0",
-            static_title(collapsed_text(payload)),
+            *title_args,
             now,
             chat_id,
             DEFAULT_KEEP,
+            seen,
         ),
         parse=lambda reply: _parse(message_id, tokens, reply),
         context=chat_context(chat_id),
         writes=lambda done: done.redacted,
     )
+
+
+def _sealed_title_args(
+    seal: ChatSeal, chat_key: str, seen_title: object, marker: str, title: str
+) -> tuple[tuple[str, str], str]:
+    """A sealed chat's title decision, made on the client from the title it read (the script
+    cannot read it; ``lua/redact_message.lua``'s ``seen_title`` refuses the call if it changed):
+    the sealed marker to put ("" when there is no title or it is the marker already), "1" when
+    the title is the one the message's text gives, and the title as read."""
+    if seen_title is None:
+        return ("", "0"), "="
+    stored = field_text(seen_title, chat_key, "title")
+    current = seal.open_title(stored, key=chat_key)
+    replacement = "" if not marker or current == marker else seal.seal_title(marker)
+    return (replacement, "1" if current == title else "0"), "=" + stored
 
 
 def _record_parts(raw: bytes, key: str, position: int) -> Sequence[Any]:

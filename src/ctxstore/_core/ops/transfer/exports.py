@@ -15,12 +15,12 @@ only when it needs one.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from ctxstore._base.plans import Emit, Plan, Run
-from ctxstore._core.format.chat import chat_meta, metadata_and_usage
+from ctxstore._core.format.chat import ChatValues, chat_meta, metadata_and_usage
 from ctxstore._core.format.fields import corrupt, field_count, pairs
 from ctxstore._core.format.pointers import BranchRecord, branch_record, checkpoint_record
 from ctxstore._core.format.portable import FORMAT_VERSION, put_value
@@ -30,7 +30,7 @@ from ctxstore._core.format.summaries import parse_summary_member
 from ctxstore._core.format.tokens import TOK_WIDTH, entry_at
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
-from ctxstore._core.ops.data_keys import opened
+from ctxstore._core.ops.data_keys import opened, opened_chat
 from ctxstore._core.ops.owner_records import owned_chat_ids
 from ctxstore._core.protocol import Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
@@ -58,7 +58,7 @@ def export_chat(state: StoreState, chat_id: str, *, user_id: str | None = None) 
     """The chat's records: the chat, every message in write order, then its branches,
     checkpoints and summaries (see :mod:`ctxstore._core.format.portable`)."""
     keys = state.keyspace.chat(chat_id)
-    snapshot: Snapshot = yield Run(read_snapshot(keys, user_id))
+    snapshot: Snapshot = yield Run(read_snapshot(state, keys, user_id))
     yield from export_snapshot(state, keys, snapshot)
 
 
@@ -72,7 +72,7 @@ def export_user(state: StoreState, user_id: str) -> Plan[None]:
     for chat_id in (*recorded, *listed):
         keys = state.keyspace.chat(chat_id)
         try:
-            snapshot: Snapshot = yield Run(read_snapshot(keys, user_id))
+            snapshot: Snapshot = yield Run(read_snapshot(state, keys, user_id))
         except ChatNotFoundError:
             continue
         yield from export_snapshot(state, keys, snapshot)
@@ -113,24 +113,33 @@ def open_summaries(
     return opened_summaries
 
 
-def read_snapshot(keys: ChatKeys, user_id: str | None) -> Operation[Snapshot]:
-    """The chat hash, branches, checkpoints and summaries, and the log's length, at once."""
+def read_snapshot(state: StoreState, keys: ChatKeys, user_id: str | None) -> Operation[Snapshot]:
+    """The chat hash, branches, checkpoints and summaries, and the log's length, at once (a
+    sealed chat's title and metadata opened)."""
     script = load_script("export_chat")
-    snapshot: Snapshot = yield script_call(
+    reply = yield script_call(
         script,
         keys_for(script, keys),
         scope_args(user_id, None),
-        parse=lambda reply: _snapshot(keys, reply),
+        parse=lambda reply: reply,
         context=chat_context(keys.chat_id),
+    )
+    snapshot: Snapshot = yield from opened_chat(
+        state,
+        keys.chat_id,
+        keys.key("chat"),
+        reply[0],
+        lambda _chat_id, _key, fields, values: _snapshot(keys, reply, fields, values),
     )
     return snapshot
 
 
-def _snapshot(keys: ChatKeys, reply: Sequence[Any]) -> Snapshot:
-    flat_chat, flat_branches, flat_checkpoints, flat_summaries, length = reply
+def _snapshot(
+    keys: ChatKeys, reply: Sequence[Any], fields: Mapping[str, Any], values: ChatValues
+) -> Snapshot:
+    _flat_chat, flat_branches, flat_checkpoints, flat_summaries, length = reply
     chat_key = keys.key("chat")
-    fields = pairs(flat_chat, chat_key)
-    meta = chat_meta(keys.chat_id, chat_key, fields)
+    meta = chat_meta(keys.chat_id, chat_key, fields, values)
     branch_key, checkpoint_key = keys.key("branch"), keys.key("checkpoint")
     branches = sorted(
         (
@@ -156,7 +165,7 @@ def _snapshot(keys: ChatKeys, reply: Sequence[Any]) -> Snapshot:
             raise corrupt(summary_key, str(score), "scored with no position of the log")
         position = int(score)
         summaries.append((position, bytes(flat_summaries[index])))
-    metadata, usage = metadata_and_usage(chat_key, fields)
+    metadata, usage = metadata_and_usage(chat_key, fields, values)
     ttl = fields.get("ttl")
     chat: dict[str, Any] = {
         "type": "chat",

@@ -68,7 +68,13 @@ from ctxstore._core.format.versions import FORMAT, SEALED_FORMAT
 from ctxstore._core.ids import new_incarnation, new_tags
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops import indexes, owner_records
-from ctxstore._core.ops.chats import chat_context, check_title, log_index_failures, metadata_args
+from ctxstore._core.ops.chats import (
+    chat_context,
+    check_title,
+    log_index_failures,
+    metadata_args,
+    sealed_metadata_args,
+)
 from ctxstore._core.ops.data_keys import owner_keys
 from ctxstore._core.protocol import (
     MAX_COMMAND_ARGUMENTS,
@@ -526,6 +532,10 @@ class ChatImport:
             len(self._checkpoints),
             len(self._summaries),
         )
+        title, fields = header.title, header.fields
+        if self._seal is not None:  # the title and metadata values sealed as the records
+            title = None if title is None else self._seal.seal_title(title)
+            fields = sealed_metadata_args(self._seal, fields)
         publish = script_call(
             script,
             (*keys.select(script.key_names[:9]), *self._staging_keys()),
@@ -535,14 +545,14 @@ class ChatImport:
                 header.created_at,
                 header.updated_at,
                 self._active[0],
-                "0" if header.title is None else "1",
-                header.title or "",
+                "0" if title is None else "1",
+                title or "",
                 "" if header.ttl_ms is None else header.ttl_ms,
                 "\t".join(str(count) for count in counts),
                 FORMAT if self._seal is None else SEALED_FORMAT,
-                *header.fields,
+                *fields,
             ),
-            parse=lambda reply: chat_meta(keys.chat_id, keys.key("chat"), reply),
+            parse=lambda reply: chat_meta(keys.chat_id, keys.key("chat"), reply, self._seal),
             context=chat_context(keys.chat_id),
             writes=True,
         )

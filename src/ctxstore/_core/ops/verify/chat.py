@@ -24,6 +24,7 @@ from typing import Any
 import msgpack
 
 from ctxstore._core.format.chat import (
+    METADATA_PREFIX,
     check_chat_field,
     check_format,
     check_incarnation,
@@ -583,6 +584,27 @@ def _check_chat_fields(found: _Findings, snapshot: _Snapshot) -> None:
             found.add("chat", key, name, f"is {_shown(raw)[:64]!r}: {_reason(error)}")
 
 
+def _check_sealed_chat_values(found: _Findings, snapshot: _Snapshot, seal: ChatSeal) -> None:
+    """A sealed chat's title and metadata values open where they stand (the fields'
+    shapes are :func:`_check_chat_fields`'s)."""
+    key = snapshot.keys.key("chat")
+    for name, raw in sorted(snapshot.chat.items()):
+        try:
+            if name == "title":
+                seal.open_title(text(raw), key=key)
+            elif name.startswith(METADATA_PREFIX):
+                value = msgpack.unpackb(bytes(raw), raw=False)
+                seal.open_metadata(name[len(METADATA_PREFIX) :], value, key=key)
+        except CorruptionError as error:
+            found.add("chat", key, name, _reason(error))
+        except MissingDataKeyError as missing:
+            found.add(
+                "chat", key, name, f"sealed with {missing.key_id!r}, no data key of the owner's"
+            )
+        except (ValueError, TypeError):  # not a value at all: _check_chat_fields reports it
+            continue
+
+
 def _check_indexes(found: _Findings, snapshot: _Snapshot) -> None:
     """The chat is listed in the namespace index and its owner's, scored by ``updated_at``."""
     updated = snapshot.field("updated_at")
@@ -706,6 +728,8 @@ def _check(
         seal,
     )
     if snapshot.chat:
+        if seal is not None:
+            _check_sealed_chat_values(found, snapshot, seal)
         _check_counters(found, snapshot)
         _check_indexes(found, snapshot)
         _check_owner_record(found, state, snapshot)
