@@ -122,16 +122,12 @@ def get_chat(
         script,
         keys_for(script, chat),
         scope_args(user_id, incarnation),
-        parse=_reply,
+        parse=lambda reply: reply,
         context=chat_context(chat_id),
     )
     meta: ChatMeta = yield from opened_chat(state, chat_id, chat.key("chat"), reply, chat_meta)
     state.owners.remember(chat_id, meta.user_id)
     return meta
-
-
-def _reply(reply: Any) -> Any:
-    return reply
 
 
 def update_chat(
