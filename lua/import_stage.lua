@@ -54,22 +54,15 @@ return run(function()
     fail('CONFLICT', {reason = 'import_lost', expected = first, found = length})
   end
 
-  -- Straight from ARGV to the commands, in slices (unpack() of a very long list overflows the
-  -- Lua stack): no copy of a chunk's records passes through a Lua table.
-  local function put(command, key, from, to)
-    for at = from, to, 1000 do
-      redis.call(command, key, unpack(ARGV, at, math.min(at + 999, to)))
-    end
-  end
   if not resent and records > 0 then
-    put('RPUSH', KEYS[1], 5, pairs_from - 1)
+    argv_in_slices('RPUSH', KEYS[1], 5, pairs_from - 1)
     redis.call('APPEND', KEYS[4], ARGV[3])
   end
   local at = pairs_from
   for _, part in ipairs({{'HSET', KEYS[2], aliases}, {'ZADD', KEYS[3], runs},
                          {'HSET', KEYS[5], branches}, {'HSET', KEYS[6], checkpoints},
                          {'ZADD', KEYS[7], summaries}}) do
-    put(part[1], part[2], at, at + 2 * part[3] - 1)  -- 1000 per slice: pairs stay whole
+    argv_in_slices(part[1], part[2], at, at + 2 * part[3] - 1)
     at = at + 2 * part[3]
   end
   for _, key in ipairs(KEYS) do

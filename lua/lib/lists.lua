@@ -9,3 +9,11 @@ local function in_slices(command, key, items)
     redis.call(command, key, unpack(items, first, math.min(first + slice - 1, #items)))
   end
 end
+
+-- Runs `command key ARGV[from..to]` in slices of 1000 (pairs stay whole), straight from ARGV:
+-- no copy of a long call's arguments passes through a Lua table.
+local function argv_in_slices(command, key, from, to)
+  for first = from, to, 1000 do
+    redis.call(command, key, unpack(ARGV, first, math.min(first + 999, to)))
+  end
+end

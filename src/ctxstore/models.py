@@ -510,11 +510,15 @@ class MigrationReport:
     whether this run set the marker. ``by_format``: the chats seen, by the format they were in
     (``"none"`` for a chat hash without one). ``upgraded``: chats this run brought to
     ``format``; ``failed``: chats left as they were, each with its error. ``resumed``: the walk
-    went on from where an interrupted run stopped. ``dry_run``: nothing was written."""
+    went on from where an interrupted run stopped. ``dry_run``: nothing was written.
+    ``encrypt``: the run sealed the chats in the clear (``migrate(encrypt=True)``), ``sealed``
+    of them."""
 
     format: str
     previous_format: str
     dry_run: bool = False
+    encrypt: bool = False
+    sealed: int = 0
     marked: bool = False
     resumed: bool = False
     chats: int = 0

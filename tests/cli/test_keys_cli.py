@@ -76,3 +76,52 @@ def test_rotate_keys_needs_keys(memory_url: str, run: Run) -> None:
     code, _out, err = run("--url", memory_url, "rotate-keys")
     assert code == 1
     assert "--keys" in err
+
+
+def test_migrate_encrypt_seals_the_chats_in_the_clear(
+    memory_url: str, tmp_path: Path, run: Run
+) -> None:
+    namespace = f"n{uuid.uuid4().hex[:8]}"
+    keys = tmp_path / "keys"
+    LocalKeyProvider(keys)  # an empty directory gets its first key-encryption key
+    with ctxstore.connect(memory_url, namespace=namespace) as plain:
+        plain.admin().open_chat("c1", "alice")
+        plain.admin().append(
+            "c1", None, [{"role": "user", "content": "clear words"}], expected_head=None
+        )
+    base = ("--url", memory_url, "--namespace", namespace)
+    code, out, err = run(*base, "migrate", "--encrypt")  # no keys: refused, said why
+    assert (code, out) == (1, "")
+    assert "encryption" in err
+    code, out, _err = run(*base, "--keys", str(keys), "migrate", "--encrypt", "--json")
+    assert code == 0
+    assert (json.loads(out)["sealed"], json.loads(out)["encrypt"]) == (1, True)
+    code, out, _err = run(*base, "--keys", str(keys), "export", "c1")
+    assert code == 0
+    assert "clear words" in out
+    code, _out, err = run(*base, "export", "c1")
+    assert code == 1
+    assert "encryption" in err
+
+
+def test_export_sealed_writes_a_backup_that_imports_back_with_the_keys(
+    memory_url: str, tmp_path: Path, run: Run
+) -> None:
+    namespace = f"n{uuid.uuid4().hex[:8]}"
+    keys = tmp_path / "keys"
+    seeded(memory_url, namespace, keys)
+    base = ("--url", memory_url, "--namespace", namespace, "--keys", str(keys))
+    backup = tmp_path / "c1.jsonl"
+    code, _out, _err = run(
+        *base, "export", "c1", "--format", "jsonl", "--sealed", "-o", str(backup)
+    )
+    assert code == 0
+    assert "sealed words" not in backup.read_text()
+    assert json.loads(backup.read_text().splitlines()[0])["sealed"]["namespace"] == namespace
+    code, _out, err = run(*base, "export", "c1", "--sealed")  # a graph is no backup
+    assert code == 1
+    assert "--format jsonl" in err
+    code, _out, _err = run(*base, "import", str(backup), "--chat-id", "c2")
+    assert code == 0
+    code, out, _err = run(*base, "export", "c2", "--format", "jsonl")
+    assert "sealed words" in out

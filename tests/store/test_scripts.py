@@ -257,16 +257,21 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
 def test_callers_pass_exactly_the_declared_keys(
     recorded_calls: list[protocol.Call[Any]], namespace: str
 ) -> None:
-    store = ctxstore.connect("memory://", namespace=namespace).admin()
+    url = f"memory://{namespace}"  # one embedded server for both stores
+    store = ctxstore.connect(url, namespace=namespace).admin()
     exercise_every_operation(store)
     sealed = ctxstore.connect(  # the scripts of a store with encryption: its users' data keys
-        "memory://", namespace=namespace, encryption=LocalKeyProvider.from_keys(
+        url, namespace=namespace, encryption=LocalKeyProvider.from_keys(
             {"kek-1": bytes(32)}, current="kek-1"
         )
     ).admin()  # fmt: skip
     sealed.open_chat("c1", "alice")
     sealed.append("c1", None, [{"role": "user", "content": "x"}], expected_head=None)
     sealed.rotate_keys()
+    sealed.delete_chat("c1")
+    store.open_chat("c1", "alice")  # a chat in the clear, sealed by the migration
+    store.append("c1", None, [{"role": "user", "content": "x"}], expected_head=None)
+    assert sealed.migrate(encrypt=True).sealed == 1
     seen = set()
     for call in recorded_calls:
         if call.script is None:

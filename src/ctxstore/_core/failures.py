@@ -271,4 +271,19 @@ def _conflict(details: dict[str, Any], ctx: dict[str, Any], where: str) -> error
             **ctx,
             reason=reason,
         )
+    if reason in _SEALING:
+        return errors.ConflictError(
+            f"chat {ctx.get('chat_id')!r} {_SEALING[reason]}: nothing was sealed; run migrate "
+            "--encrypt again",
+            **ctx,
+            **details,
+        )
     return errors.ConflictError(f"conflict{where}: {details}", **ctx)
+
+
+#: What a refused seal of a chat in the clear (``lua/seal_publish.lua``) says.
+_SEALING = {
+    "changed": "was written while it was sealed",
+    "streaming": "has an answer being streamed into it",
+    "seal_lost": "lost what its sealing had staged (it expired)",
+}

@@ -203,6 +203,9 @@ class StoreState:
     check_durability: bool = False
     #: The retention of the chats this store creates, in milliseconds (None: they never expire).
     default_ttl_ms: int | None = None
+    #: A store without encryption that shows a sealed chat with its values left closed (its
+    #: graph and counts, not its text: the web console without keys) instead of refusing it.
+    show_closed: bool = False
 
     @property
     def limits(self) -> Limits:

@@ -15,11 +15,12 @@ after another (each can be imported with ``ctxstore import``).
 (:meth:`~ctxstore.store.Store.sweep`): the listing-index and owner-record entries of chats that
 are gone are removed, and the counts printed.
 
-``migrate [--dry-run] [--pause-ms MS] [--json]`` marks the keyspace with this release's storage
-format and brings every chat to it (:meth:`~ctxstore.store.Store.migrate`), with a progress
-bar on stderr when that is a terminal (chats done, rate, what remains); ``--dry-run`` counts
-the chats by format and changes nothing. It exits 1 when a chat could not be migrated (each is
-listed with its error).
+``migrate [--dry-run] [--pause-ms MS] [--encrypt] [--json]`` marks the keyspace with this
+release's storage format and brings every chat to it (:meth:`~ctxstore.store.Store.migrate`),
+with a progress bar on stderr when that is a terminal (chats done, rate, what remains);
+``--dry-run`` counts the chats by format and changes nothing; ``--encrypt`` (with ``--keys``)
+seals every chat written without encryption. It exits 1 when a chat could not be migrated
+(each is listed with its error).
 """
 
 from __future__ import annotations
@@ -91,6 +92,11 @@ def add_lifecycle_commands(
     migrate.add_argument(
         "--pause-ms", type=int, default=0, help="wait this long between batches (default 0)"
     )
+    migrate.add_argument(
+        "--encrypt",
+        action="store_true",
+        help="seal every chat written without encryption (needs --keys or CTXSTORE_KEYS)",
+    )
     migrate.add_argument("--json", action="store_true", help="print the report as JSON")
     migrate.set_defaults(handler=lambda args: _migrate(args, open_store))
 
@@ -154,7 +160,10 @@ def _migrate(args: argparse.Namespace, open_store: Opener) -> int:
     with open_store(args) as store:
         shown = _progress_bar(sys.stderr) if _is_terminal(sys.stderr) else None
         report = store.migrate(
-            dry_run=args.dry_run, pause=max(0, args.pause_ms) / 1000, progress=shown
+            dry_run=args.dry_run,
+            pause=max(0, args.pause_ms) / 1000,
+            progress=shown,
+            encrypt=args.encrypt,
         )
         if shown is not None:
             sys.stderr.write("\n")
@@ -198,7 +207,9 @@ def migration_text(report: MigrationReport) -> str:
         head = (
             f"migrated to format {report.format} ({marked}): "
             f"{views.summary_line('chat', report.chats)} ({formats or 'none'}), "
-            f"{report.upgraded} upgraded, {len(report.failed)} failed "
+            f"{report.upgraded} upgraded, "
+            + (f"{report.sealed} sealed, " if report.encrypt else "")
+            + f"{len(report.failed)} failed "
             f"(in {report.elapsed_ms} ms{', resumed' if report.resumed else ''})"
         )
     lines = [printable(head)]

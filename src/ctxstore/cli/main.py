@@ -43,7 +43,7 @@ from ctxstore.cli.local import add_local_command
 from ctxstore.cli.terminal import BROKEN_PIPE_EXIT, Style, confirm, silence_stdout
 from ctxstore.cli.tree import printable, visualize_graph
 from ctxstore.cli.web import add_web_command
-from ctxstore.errors import ChatNotFoundError, CtxStoreError
+from ctxstore.errors import ChatNotFoundError, ConfigurationError, CtxStoreError
 from ctxstore.models import ChatGraph
 from ctxstore.worker.command import KEYS_ENV, URL_ENV, add_worker_command, key_provider
 
@@ -204,9 +204,12 @@ def _checkpoints(args: argparse.Namespace) -> int:
 
 
 def _export(args: argparse.Namespace) -> int:
+    if args.sealed and args.format != "jsonl":
+        raise ConfigurationError("--sealed is for --format jsonl (a graph is a view, not a backup)")
     with _open_store(args) as store:
         if args.format == "jsonl":
-            write_text(args.output, (dumps_line(record) for record in store.export_chat(args.chat)))
+            records = store.export_chat(args.chat, sealed=args.sealed)
+            write_text(args.output, (dumps_line(record) for record in records))
         else:
             text = _DRAWINGS[args.format](store.get_graph(args.chat))
             write_text(args.output, [text + "\n"])
@@ -372,6 +375,23 @@ def build_parser() -> argparse.ArgumentParser:
     checkpoints.add_argument("chat", metavar="CHAT", help="chat id")
     checkpoints.set_defaults(handler=_checkpoints)
 
+    _add_transfer(commands)
+
+    delete = commands.add_parser("delete", help="delete a chat for good")
+    delete.add_argument("chat", metavar="CHAT", help="chat id")
+    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    delete.set_defaults(handler=_delete)
+
+    _add_verify(commands)
+    add_lifecycle_commands(commands, _open_store, _interactive)
+    add_worker_command(commands, _positive_int)
+    add_local_command(commands)
+    add_web_command(commands)
+    return parser
+
+
+def _add_transfer(commands: Any) -> None:
+    """``export`` and ``import``."""
     export = commands.add_parser(
         "export", help="write a whole chat as JSON Lines, or its graph as JSON, Mermaid or DOT"
     )
@@ -386,6 +406,12 @@ def build_parser() -> argparse.ArgumentParser:
     export.add_argument(
         "-o", "--output", default=None, metavar="FILE", help="write to FILE (default: stdout)"
     )
+    export.add_argument(
+        "--sealed",
+        action="store_true",
+        help="with --format jsonl and --keys: the text sealed under the owner's data key (a "
+        "backup that never opens once the user is erased)",
+    )
     export.set_defaults(handler=_export)
 
     imported = commands.add_parser("import", help="create a chat from a JSON Lines export")
@@ -393,18 +419,6 @@ def build_parser() -> argparse.ArgumentParser:
     imported.add_argument("--chat-id", default=None, help="import under this id instead")
     imported.add_argument("--user", default=None, help="the owner instead of the exported one")
     imported.set_defaults(handler=_import)
-
-    delete = commands.add_parser("delete", help="delete a chat for good")
-    delete.add_argument("chat", metavar="CHAT", help="chat id")
-    delete.add_argument("--yes", action="store_true", help="do not ask for confirmation")
-    delete.set_defaults(handler=_delete)
-
-    _add_verify(commands)
-    add_lifecycle_commands(commands, _open_store, _interactive)
-    add_worker_command(commands, _positive_int)
-    add_local_command(commands)
-    add_web_command(commands)
-    return parser
 
 
 def _add_verify(commands: Any) -> None:

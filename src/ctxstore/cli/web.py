@@ -1,6 +1,8 @@
 """``ctxstore web``: the read-only web console (:mod:`ctxstore.web`), served by uvicorn.
 
-``ctxstore web --url URL [--namespace NS ...] [--host 127.0.0.1] [--port 8377] [--token T]``.
+``ctxstore web --url URL [--namespace NS ...] [--host 127.0.0.1] [--port 8377] [--token T]
+[--keys PATH]``. With ``--keys`` (or the global ``--keys``, or ``CTXSTORE_KEYS``) it opens sealed
+chats; without, a sealed chat shows its graph and counts, not its text.
 Bound to 127.0.0.1 by default; any other address needs a token (``--token`` or
 ``CTXSTORE_WEB_TOKEN``), else the command refuses to start (exit 1) before it opens anything.
 Starlette, Jinja2 and uvicorn come from the extra ``ctxstore[web]``, imported only here.
@@ -14,7 +16,7 @@ import sys
 from typing import Any
 
 from ctxstore.errors import ConfigurationError
-from ctxstore.worker.command import URL_ENV
+from ctxstore.worker.command import URL_ENV, key_provider
 
 #: The port the console listens on unless told otherwise.
 DEFAULT_PORT = 8377
@@ -34,6 +36,11 @@ def add_web_command(commands: Any) -> None:
         "--token", default=None,
         help="the token every request must carry (default: $CTXSTORE_WEB_TOKEN); required "
         "to bind anything but a loopback address",
+    )  # fmt: skip
+    web.add_argument(
+        "--keys", dest="web_keys", default=None, metavar="PATH",
+        help="the key directory of a LocalKeyProvider (default: --keys, $CTXSTORE_KEYS): "
+        "sealed chats show their text; without it they show their graph and counts only",
     )  # fmt: skip
     web.set_defaults(handler=_serve)
 
@@ -64,7 +71,8 @@ def _serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
     namespaces = args.web_namespaces or ([args.namespace] if args.namespace else None)
-    console = app(url, namespaces=namespaces, token=token)
+    args.keys = args.web_keys or getattr(args, "keys", None)
+    console = app(url, namespaces=namespaces, token=token, encryption=key_provider(args))
     print(f"ctxstore web console on http://{args.host}:{args.port}/", file=sys.stderr)
     uvicorn.run(console, host=args.host, port=args.port, log_level="warning")
     return 0

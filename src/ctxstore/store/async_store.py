@@ -594,11 +594,11 @@ class AsyncStore(StoreShell):
     # --- export and import ---------------------------------------------------------------------
 
     def export_chat(
-        self, chat_id: str, *, user_id: str | None = None
+        self, chat_id: str, *, user_id: str | None = None, sealed: bool = False
     ) -> AsyncIterator[dict[str, Any]]:
         """The async form of :meth:`Store.export_chat`."""
         steps = exports.export_chat(
-            self._state, chat_id, user_id=self._owner(user_id, "export_chat")
+            self._state, chat_id, user_id=self._owner(user_id, "export_chat"), sealed=sealed
         )
         return adrive(telemetry.watched_plan(self._state, steps), self._perform)
 
@@ -619,6 +619,7 @@ class AsyncStore(StoreShell):
         dry_run: bool = False,
         pause: float = 0.0,
         progress: Callable[[MigrationProgress], None] | None = None,
+        encrypt: bool = False,
     ) -> MigrationReport:
         """The async form of :meth:`Store.migrate`."""
         self._admin_only("migrate")
@@ -626,7 +627,9 @@ class AsyncStore(StoreShell):
         return await arun_plan(
             telemetry.watched_plan(
                 self._state,
-                migration.migrate(self._state, dry_run=dry_run, pause=pause, progress=progress),
+                migration.migrate(
+                    self._state, dry_run=dry_run, pause=pause, progress=progress, encrypt=encrypt
+                ),
             ),
             self._perform,
         )

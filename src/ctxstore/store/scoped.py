@@ -361,9 +361,9 @@ class UserStore(_Scope):
         """The user-scoped form of :meth:`Store.get_graph`."""
         return self._store.get_graph(chat_id, user_id=self.user_id)
 
-    def export_chat(self, chat_id: str) -> Iterator[dict[str, Any]]:
+    def export_chat(self, chat_id: str, *, sealed: bool = False) -> Iterator[dict[str, Any]]:
         """The user-scoped form of :meth:`Store.export_chat`."""
-        return self._store.export_chat(chat_id, user_id=self.user_id)
+        return self._store.export_chat(chat_id, user_id=self.user_id, sealed=sealed)
 
     def import_chat(
         self, records: Iterable[Mapping[str, Any]], *, chat_id: str | None = None
@@ -610,9 +610,9 @@ class AsyncUserStore(_Scope):
         """The async user-scoped form of :meth:`Store.get_graph`."""
         return await self._store.get_graph(chat_id, user_id=self.user_id)
 
-    def export_chat(self, chat_id: str) -> AsyncIterator[dict[str, Any]]:
+    def export_chat(self, chat_id: str, *, sealed: bool = False) -> AsyncIterator[dict[str, Any]]:
         """The async user-scoped form of :meth:`Store.export_chat`."""
-        return self._store.export_chat(chat_id, user_id=self.user_id)
+        return self._store.export_chat(chat_id, user_id=self.user_id, sealed=sealed)
 
     async def import_chat(
         self,

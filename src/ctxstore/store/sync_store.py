@@ -617,15 +617,23 @@ class Store(StoreShell):
 
     # --- export and import ---------------------------------------------------------------------
 
-    def export_chat(self, chat_id: str, *, user_id: str | None = None) -> Iterator[dict[str, Any]]:
+    def export_chat(
+        self, chat_id: str, *, user_id: str | None = None, sealed: bool = False
+    ) -> Iterator[dict[str, Any]]:
         """The whole chat as records (see :mod:`ctxstore._core.format.portable`), read lazily
         in bounded chunks: the chat, its messages in write order, branches, checkpoints,
-        summaries."""
+        summaries; their text in the clear for the caller, or with ``sealed`` (a store with
+        encryption) sealed under the owner's data key: a backup that opens only in this
+        namespace while the user's key exists, and never after ``erase_user``
+        (docs/encryption.md)."""
         return drive(
             telemetry.watched_plan(
                 self._state,
                 exports.export_chat(
-                    self._state, chat_id, user_id=self._owner(user_id, "export_chat")
+                    self._state,
+                    chat_id,
+                    user_id=self._owner(user_id, "export_chat"),
+                    sealed=sealed,
                 ),
             ),
             self._perform,
@@ -652,6 +660,7 @@ class Store(StoreShell):
         dry_run: bool = False,
         pause: float = 0.0,
         progress: Callable[[MigrationProgress], None] | None = None,
+        encrypt: bool = False,
     ) -> MigrationReport:
         """Mark the keyspace with this release's storage format and bring every chat of the
         namespace to it, online, while writers run: bounded batches (one scan step's chats a
@@ -659,14 +668,19 @@ class Store(StoreShell):
         one goes on from where it stopped) and idempotent. A chat that cannot be migrated is
         reported in the report's ``failed``, left as it was, and the walk goes on.
         ``dry_run`` counts the chats by format and changes nothing. ``progress`` is told where
-        the walk stands after each batch. An operator's call: on ``store.admin()`` only (it
-        scans the namespace's keys). See docs/compatibility.md."""
+        the walk stands after each batch. ``encrypt`` (a store with encryption): every chat
+        written without encryption is sealed too, online and in place (its ids, positions and
+        expiry kept); readers see it in the clear until its last step, sealed after it. An
+        operator's call: on ``store.admin()`` only (it scans the namespace's keys). See
+        docs/compatibility.md and docs/encryption.md."""
         self._admin_only("migrate")
         migration.check_migrate_options(pause)
         return run_plan(
             telemetry.watched_plan(
                 self._state,
-                migration.migrate(self._state, dry_run=dry_run, pause=pause, progress=progress),
+                migration.migrate(
+                    self._state, dry_run=dry_run, pause=pause, progress=progress, encrypt=encrypt
+                ),
             ),
             self._perform,
         )

@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from ctxstore.crypto.provider import KeyProvider
     from ctxstore.store.async_store import AsyncStore
     from ctxstore.store.sync_store import Store
 
@@ -34,6 +35,7 @@ def app(
     *,
     namespaces: Sequence[str | None] | None = None,
     token: str | None = None,
+    encryption: KeyProvider | None = None,
 ) -> Any:
     """The console as an ASGI app, to serve with any ASGI server or mount in your own app.
 
@@ -41,7 +43,9 @@ def app(
     neither is a ConfigurationError); the console reads every user's chats, through the store's
     ``admin()`` handle (a user's handle is refused);
     ``namespaces``: the namespaces it shows (default: the store's own); ``token``: when given,
-    every request must carry it (a bearer header, or the cookie its login form sets).
+    every request must carry it (a bearer header, or the cookie its login form sets);
+    ``encryption``: the key provider a URL's store opens sealed chats with (without one, a
+    sealed chat shows its graph and counts, not its text; a store passed in brings its own).
     """
     try:
         from ctxstore.web.application import build_app
@@ -49,4 +53,4 @@ def app(
         raise ImportError(
             "the web console needs Starlette and Jinja2: pip install 'ctxstore[web]'"
         ) from error
-    return build_app(store_or_url, namespaces=namespaces, token=token)
+    return build_app(store_or_url, namespaces=namespaces, token=token, encryption=encryption)

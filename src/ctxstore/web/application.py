@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -34,7 +34,15 @@ from ctxstore._core.ops.graph_window import graph_window
 from ctxstore._core.ops.streams import active_stream
 from ctxstore._core.ops.versions import message_versions
 from ctxstore._core.protocol import together
-from ctxstore.errors import ChatNotFoundError, CtxStoreError, NotFoundError, ValidationError
+from ctxstore.crypto.provider import KeyProvider
+from ctxstore.errors import (
+    ChatNotFoundError,
+    ConfigurationError,
+    CorruptionError,
+    CtxStoreError,
+    NotFoundError,
+    ValidationError,
+)
 from ctxstore.store.async_store import AsyncStore
 from ctxstore.store.sync_store import Store
 from ctxstore.web import reading, svg, tools
@@ -65,9 +73,10 @@ def build_app(
     *,
     namespaces: Sequence[str | None] | None = None,
     token: str | None = None,
+    encryption: KeyProvider | None = None,
 ) -> Any:
     """The console's ASGI app (see the module); with ``token``, behind the token gate."""
-    tenants = Tenants(store_or_url, namespaces)
+    tenants = Tenants(store_or_url, namespaces, encryption=encryption)
     console = Console(tenants)
     app = Starlette(
         routes=[
@@ -131,6 +140,8 @@ class Console:
             raise HTTPException(404, str(error)) from None
         except ValidationError as error:  # an id that cannot name anything here
             raise HTTPException(404, str(error)) from None
+        except CorruptionError as error:  # also a chat in the clear, in a console with keys
+            raise HTTPException(409, str(error)) from None
 
     async def error_page(self, request: Request, error: Exception) -> Response:
         assert isinstance(error, HTTPException)
@@ -206,6 +217,8 @@ class Console:
         for outcome in (window, marks):
             if isinstance(outcome, (ChatNotFoundError, NotFoundError, ValidationError)):
                 raise HTTPException(404, str(outcome))
+            if isinstance(outcome, CorruptionError):
+                raise HTTPException(409, str(outcome))
             if isinstance(outcome, CtxStoreError):
                 raise outcome
 
@@ -370,7 +383,11 @@ class Console:
         chat_id = self._chat_id(request)
         store = self.tenants.store(label)
         await self._run(label, get_chat(store.state, chat_id))
-        lines = _export_lines(store, chat_id)
+        try:
+            records = await _export_records(store, chat_id)
+        except ConfigurationError as error:  # a sealed chat, in a console without its keys
+            raise HTTPException(409, str(error)) from None
+        lines = (dumps_line(record).encode() for record in records)
         filename = "".join(c if c.isalnum() or c in "-_." else "_" for c in chat_id)[:80]
         return StreamingResponse(
             lines,
@@ -424,11 +441,8 @@ def _int(raw: str | None, default: int, low: int, high: int) -> int:
     return value
 
 
-async def _export_lines(store: Store | AsyncStore, chat_id: str) -> AsyncIterator[bytes]:
-    """The chat's JSON Lines, as ``ctxstore export`` writes them (a sync store's in a thread)."""
+async def _export_records(store: Store | AsyncStore, chat_id: str) -> list[dict[str, Any]]:
+    """The chat's records, as ``ctxstore export`` writes them (a sync store's in a thread)."""
     if isinstance(store, AsyncStore):
-        records = [record async for record in store.export_chat(chat_id)]
-    else:
-        records = await asyncio.to_thread(lambda: list(store.export_chat(chat_id)))
-    for record in records:
-        yield dumps_line(record).encode()
+        return [record async for record in store.export_chat(chat_id)]
+    return await asyncio.to_thread(lambda: list(store.export_chat(chat_id)))

@@ -10,6 +10,10 @@ A sync :class:`~ctxstore.store.Store` passed in runs each operation in a worker 
 console serves an embedded ``memory://`` store a program already uses. A console is an
 operator's tool: it reads every user's chats of its namespaces, through each store's
 ``admin()`` handle (a user's handle, which could show one user only, is refused).
+
+A console with a key provider (``encryption=``, ``ctxstore web --keys``) shows sealed chats as
+any; one without shows a sealed chat closed: its graph, ids, times and token counts, no title,
+metadata or text (its export is refused), rather than refusing the page.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from collections.abc import Sequence
 from typing import TypeVar
 
 from ctxstore._core.protocol import Operation
+from ctxstore.crypto.provider import KeyProvider
 from ctxstore.errors import ConfigurationError
 from ctxstore.store.async_store import AsyncStore, connect_async
 from ctxstore.store.sync_store import Store, connect
@@ -38,12 +43,19 @@ class Tenants:
         self,
         store_or_url: Store | AsyncStore | str | None,
         namespaces: Sequence[str | None] | None = None,
+        *,
+        encryption: KeyProvider | None = None,
     ) -> None:
         if isinstance(store_or_url, (Store, AsyncStore)):
+            if encryption is not None:
+                raise ConfigurationError(
+                    "the web console takes encryption= with a URL; a store passed in brings "
+                    "its own (connect it with encryption=)"
+                )
             base: Store | AsyncStore = store_or_url
             self._owned = False
         elif store_or_url is None or isinstance(store_or_url, str):
-            base = connect_async(store_or_url)
+            base = connect_async(store_or_url, encryption=encryption)
             self._owned = True
         else:
             raise ConfigurationError(
@@ -60,12 +72,17 @@ class Tenants:
 
     @staticmethod
     def _view(base: Store | AsyncStore, namespace: str | None) -> Store | AsyncStore:
-        if namespace == base.state.settings.namespace:
-            return base
+        """The store of one namespace: on ``base``'s client, a store of its own (the one
+        passed in is left as its program uses it). Without encryption it shows a sealed chat
+        closed: its graph, ids and counts, no text."""
         settings = dataclasses.replace(base.state.settings, namespace=namespace)
+        view: Store | AsyncStore
         if isinstance(base, AsyncStore):
-            return connect_async(base.client, settings=settings)
-        return connect(base.client, settings=settings)
+            view = connect_async(base.client, settings=settings)
+        else:
+            view = connect(base.client, settings=settings)
+        view.state.show_closed = settings.encryption is None
+        return view
 
     @property
     def labels(self) -> list[str]:

@@ -320,6 +320,66 @@ class ChatSeal:
         return sealing
 
 
+class ClosedSeal(ChatSeal):
+    """What a store without encryption reads a chat with when it is told to show what is in
+    the clear and leave the rest (``StoreState.show_closed``: the web console started without
+    keys): a sealed value reads as an empty one of its kind (a payload
+    :data:`CLOSED_PAYLOAD`, metadata ``{}``, a summary's text ``""``), a value in the clear as
+    it is. It holds no key: nothing opens, nothing is sealed."""
+
+    __slots__ = ()
+
+    def __init__(self) -> None:
+        super().__init__(OwnerKeys("", "", None, {}), None, "", "")
+
+    def open_all(
+        self,
+        kind: bytes,
+        items: list[tuple[object, int, int]],
+        *,
+        key: str,  # noqa: ARG002 - ChatSeal's signature: nothing is opened to fail
+    ) -> list[dict[str, Any]]:
+        return [_closed(kind, value) for value, _position, _parent in items]
+
+    def open_payloads(
+        self,
+        records: list[Any],
+        positions: list[int],
+        *,
+        key: str,  # noqa: ARG002 - ChatSeal's signature: nothing is opened to fail
+    ) -> list[tuple[list[Any], int, int]]:
+        with_metadata: list[tuple[list[Any], int, int]] = []
+        for record, position in zip(records, positions, strict=True):
+            if type(record) is not list or len(record) not in (5, 6) or type(record[0]) is not int:
+                continue
+            record[2] = _closed(PAYLOAD, record[2])
+            if len(record) == 6:
+                parent = position - 1 if record[0] == PREVIOUS_PARENT else record[0]
+                with_metadata.append((record, position, parent))
+        return with_metadata
+
+    def open_text(self, *_args: object, **_kwargs: object) -> str:
+        return ""
+
+    def keys_current_seal(self, *_args: object, **_kwargs: object) -> bytes:
+        raise ConfigurationError("a store without encryption seals nothing")
+
+
+#: A sealed message's payload as a store without keys shows it (:class:`ClosedSeal`).
+CLOSED_PAYLOAD: dict[str, Any] = {"role": "sealed", "content": ""}
+
+
+def _closed(kind: bytes, value: object) -> Any:
+    """A value as :class:`ClosedSeal` reads it: one in the clear as it is, a sealed one empty."""
+    if type(value) is not bytes:
+        return value
+    if kind == PAYLOAD:
+        return dict(CLOSED_PAYLOAD)
+    if kind[:1] == b"s":
+        return {"content": "", "metadata": {}}
+    return {}
+
+
 class _What(dict[bytes, str]):
     """What a kind of sealed value is called in an error."""
 

@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, TypeVar
 
 from ctxstore._core.format.chat import (
+    HIDDEN,
     ChatValues,
     check_incarnation,
     check_owner,
@@ -23,6 +24,7 @@ from ctxstore._core.format.chat import (
 from ctxstore._core.format.fields import corrupt, field_text, pairs
 from ctxstore._core.format.sealed import (
     ChatSeal,
+    ClosedSeal,
     MissingDataKeyError,
     plain_chat_error,
     sealed_chat_error,
@@ -192,7 +194,7 @@ def opened(
     for a store without encryption, else with the owner's keys (read once more when a value
     names a key they do not hold)."""
     if state.settings.encryption is None:
-        return decode(None)
+        return decode(ClosedSeal() if state.show_closed else None)
     user_id = yield from chat_owner(state, chat_id, owner)
     keys = yield from owner_keys(state, user_id)
     namespace = state.keyspace.namespace
@@ -244,6 +246,8 @@ def opened_chat(
             raise plain_chat_error(key, chat_id)
         return build(chat_id, key, fields, None)  # a format not read here: build says which
     if state.settings.encryption is None:
+        if state.show_closed:
+            return build(chat_id, key, fields, HIDDEN)
         raise sealed_chat_error(chat_id)
     if not has_sealed_values(fields):
         return build(chat_id, key, fields, None)

@@ -13,6 +13,11 @@ chats in its format. Where the walk stands is kept in ``<base>:migrating`` after
 run started after an interrupted one goes on from there (the same primaries: a resharded
 Cluster starts over, which is only slower). ``dry_run`` reads the marker and every chat's
 format, and writes nothing.
+
+With ``encrypt`` (a store with encryption), every chat found in the clear is sealed after its
+format check, one chat at a time (:mod:`ctxstore._core.ops.sealing`); one that cannot be
+sealed now (written throughout, an answer being streamed into it) is reported in ``failed``
+and sealed by the next run.
 """
 
 from __future__ import annotations
@@ -25,11 +30,14 @@ from ctxstore._base.plans import Pause, Plan, Run
 from ctxstore._core.format.fields import pairs, text
 from ctxstore._core.format.versions import (
     FORMAT,
+    SEALED_FORMAT,
     KeyspaceMarker,
     keyspace_format_error,
     release,
 )
+from ctxstore._core.ops.data_keys import provider_of
 from ctxstore._core.ops.scanning import node_routes, scan_call
+from ctxstore._core.ops.sealing import seal_chat
 from ctxstore._core.ops.sweep import glob_escaped
 from ctxstore._core.protocol import Call, Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
@@ -52,14 +60,20 @@ def migrate(
     dry_run: bool = False,
     pause: float = 0.0,
     progress: Progress | None = None,
+    encrypt: bool = False,
 ) -> Plan[MigrationReport]:
-    """Mark the keyspace and walk its chats (see the module)."""
+    """Mark the keyspace and walk its chats (see the module); with ``encrypt``, every chat in
+    the clear is sealed too (:mod:`ctxstore._core.ops.sealing`)."""
+    if encrypt:
+        provider_of(state)  # a store without encryption has nothing to seal with
     started = time.monotonic()
     marker = yield Run(_read_marker(state))
     if marker.format != FORMAT and not dry_run:
         # A keyspace of a newer release (or of a format this release cannot read) stays as it is.
         raise keyspace_format_error(marker, state.keyspace.base)
-    report = MigrationReport(format=FORMAT, previous_format=marker.format, dry_run=dry_run)
+    report = MigrationReport(
+        format=FORMAT, previous_format=marker.format, dry_run=dry_run, encrypt=encrypt
+    )
     if not dry_run and not marker.marked:
         yield Run(_mark(state))
         report.marked = True
@@ -208,6 +222,13 @@ def _step(state: StoreState, chats: list[str], report: MigrationReport) -> Opera
         report.chats += 1
         report.upgraded += upgraded
         report.by_format[found] = report.by_format.get(found, 0) + 1
+        if report.encrypt and not report.dry_run and found != SEALED_FORMAT:
+            try:
+                report.sealed += yield from seal_chat(state, chat)
+            except ChatNotFoundError:  # deleted since
+                continue
+            except CtxStoreError as error:
+                report.failed.append(MigrationFailure(chat, str(error)))
 
 
 def _format_call(state: StoreState, chat: str) -> Call[tuple[str, bool] | None]:

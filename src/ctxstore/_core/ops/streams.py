@@ -402,13 +402,15 @@ def _read_op(
                 piece = text(flat[index + 1])
             except UnicodeDecodeError:
                 written, _colon, rest = bytes(flat[index + 1]).partition(b":")
-                if written.isdigit() and is_sealed(rest):
+                if not (written.isdigit() and is_sealed(rest)):
+                    raise corrupt(stream_key, entry, "a piece that is not UTF-8 text") from None
+                if not state.show_closed:
                     raise ConfigurationError(
                         f"{stream_key} holds sealed pieces (a chat of a store with encryption):"
                         " this store has none; connect with encryption=<the KeyProvider>",
                         key=stream_key,
                     ) from None
-                raise corrupt(stream_key, entry, "a piece that is not UTF-8 text") from None
+                piece = ""  # a sealed piece, shown closed
         pieces.append(StreamPiece(entry, piece))
     return _Read(status, last, detail, tuple(pieces), last_write)
 

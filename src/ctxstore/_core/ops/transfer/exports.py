@@ -25,12 +25,20 @@ from ctxstore._core.format.fields import corrupt, field_count, pairs
 from ctxstore._core.format.pointers import BranchRecord, branch_record, checkpoint_record
 from ctxstore._core.format.portable import FORMAT_VERSION, put_value
 from ctxstore._core.format.records import Slice, decode_records, derived_id, record_fields
-from ctxstore._core.format.sealed import ChatSeal
+from ctxstore._core.format.sealed import ChatSeal, sealed_chat_error
+from ctxstore._core.format.sealed_exports import (
+    CHAT_KIND,
+    MESSAGE_KIND,
+    SEALED,
+    seal_record,
+    summary_record_kind,
+)
 from ctxstore._core.format.summaries import parse_summary_member
 from ctxstore._core.format.tokens import TOK_WIDTH, entry_at
+from ctxstore._core.format.versions import SEALED_FORMAT
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
-from ctxstore._core.ops.data_keys import opened, opened_chat
+from ctxstore._core.ops.data_keys import opened, opened_chat, owner_keys, provider_of
 from ctxstore._core.ops.owner_records import owned_chat_ids
 from ctxstore._core.protocol import Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
@@ -54,12 +62,18 @@ class Snapshot:
     length: int
 
 
-def export_chat(state: StoreState, chat_id: str, *, user_id: str | None = None) -> Plan[None]:
+def export_chat(
+    state: StoreState, chat_id: str, *, user_id: str | None = None, sealed: bool = False
+) -> Plan[None]:
     """The chat's records: the chat, every message in write order, then its branches,
-    checkpoints and summaries (see :mod:`ctxstore._core.format.portable`)."""
+    checkpoints and summaries (see :mod:`ctxstore._core.format.portable`); with ``sealed``,
+    their text sealed under the owner's data key
+    (:mod:`ctxstore._core.format.sealed_exports`)."""
+    if sealed:
+        provider_of(state)  # only a store with encryption seals
     keys = state.keyspace.chat(chat_id)
     snapshot: Snapshot = yield Run(read_snapshot(state, keys, user_id))
-    yield from export_snapshot(state, keys, snapshot)
+    yield from export_snapshot(state, keys, snapshot, sealed=sealed)
 
 
 def export_user(state: StoreState, user_id: str) -> Plan[None]:
@@ -78,20 +92,64 @@ def export_user(state: StoreState, user_id: str) -> Plan[None]:
         yield from export_snapshot(state, keys, snapshot)
 
 
-def export_snapshot(state: StoreState, keys: ChatKeys, snapshot: Snapshot) -> Plan[None]:
-    """The records of the chat ``snapshot`` was read from, its messages read in chunks."""
-    yield Emit(snapshot.chat)
+def export_snapshot(
+    state: StoreState, keys: ChatKeys, snapshot: Snapshot, *, sealed: bool = False
+) -> Plan[None]:
+    """The records of the chat ``snapshot`` was read from, its messages read in chunks (with
+    ``sealed``, each record's text sealed for its place in the export)."""
+    seal: ChatSeal | None = None
+    if sealed:
+        seal = yield Run(_export_seal(state, keys.chat_id, snapshot))
+    yield Emit(snapshot.chat if seal is None else _sealed_chat(state, seal, snapshot))
     ids: list[str] = []
     totals: list[int] = []
+    positions: dict[str, int] = {}
     chunk = state.limits.read_chunk_messages
     for first in range(0, snapshot.length, chunk):
         last = min(first + chunk, snapshot.length) - 1
         items = yield Run(message_chunk(state, keys, snapshot, first, last, ids, totals))
         for record in items:
-            yield Emit(record)
+            yield Emit(record if seal is None else _sealed_message(seal, record, positions))
     summaries = yield Run(open_summaries(state, keys, snapshot))
     for record in pointer_records(keys, snapshot, ids, summaries):
-        yield Emit(record)
+        if seal is not None and record["type"] == "summary":
+            kind = summary_record_kind(record["message_id"])
+            yield Emit(seal_record(seal, record, kind, positions[record["message_id"]], 0))
+        else:
+            yield Emit(record)
+
+
+def _sealed_message(
+    seal: ChatSeal, record: dict[str, Any], positions: dict[str, int]
+) -> dict[str, Any]:
+    """A message record of a sealed export, sealed for its place: its position in write order
+    and its parent's (``positions``: every earlier message's, grown by this one)."""
+    position = positions[record["id"]] = len(positions)
+    parent = record["parent_id"]
+    return seal_record(
+        seal, record, MESSAGE_KIND, position, -1 if parent is None else positions[parent]
+    )
+
+
+def _export_seal(state: StoreState, chat_id: str, snapshot: Snapshot) -> Operation[ChatSeal]:
+    """What seals a sealed export: the owner's current data key, bound to the chat."""
+    owner = str(snapshot.chat["user_id"])
+    keys = yield from owner_keys(state, owner)
+    if keys.current is None:  # a sealed chat whose owner's key is not made yet
+        keys = yield from owner_keys(state, owner, create=True)
+    return ChatSeal(keys, state.keyspace.namespace, chat_id, snapshot.incarnation)
+
+
+def _sealed_chat(state: StoreState, seal: ChatSeal, snapshot: Snapshot) -> dict[str, Any]:
+    """The chat record of a sealed export: its title and metadata sealed, and what binds every
+    sealed value of the export."""
+    record = seal_record(seal, dict(snapshot.chat), CHAT_KIND, 0, 0)
+    record[SEALED] = {
+        "namespace": state.keyspace.namespace,
+        "incarnation": snapshot.incarnation,
+        "values": record[SEALED],
+    }
+    return record
 
 
 def open_summaries(
@@ -124,6 +182,8 @@ def read_snapshot(state: StoreState, keys: ChatKeys, user_id: str | None) -> Ope
         parse=lambda reply: reply,
         context=chat_context(keys.chat_id),
     )
+    if state.show_closed and pairs(reply[0]).get("fmt") == SEALED_FORMAT.encode():
+        raise sealed_chat_error(keys.chat_id)  # an export is never of values left closed
     snapshot: Snapshot = yield from opened_chat(
         state,
         keys.chat_id,

@@ -62,6 +62,14 @@ from ctxstore._core.format.records import (
     run_member,
 )
 from ctxstore._core.format.sealed import METADATA, PAYLOAD, ChatSeal
+from ctxstore._core.format.sealed_exports import (
+    CHAT_KIND,
+    MESSAGE_KIND,
+    SEALED,
+    binding,
+    opened_record,
+    summary_record_kind,
+)
 from ctxstore._core.format.summaries import MAX_SUMMARY_TOKENS, summary_member
 from ctxstore._core.format.tokens import MAX_MESSAGE_TOKENS, check_chain_total, entry, flags_of
 from ctxstore._core.format.versions import FORMAT, SEALED_FORMAT
@@ -75,7 +83,7 @@ from ctxstore._core.ops.chats import (
     metadata_args,
     sealed_metadata_args,
 )
-from ctxstore._core.ops.data_keys import owner_keys
+from ctxstore._core.ops.data_keys import owner_keys, provider_of
 from ctxstore._core.protocol import (
     MAX_COMMAND_ARGUMENTS,
     Arg,
@@ -85,7 +93,11 @@ from ctxstore._core.protocol import (
 )
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
-from ctxstore.errors import ConfigurationError, LimitExceededError, ValidationError
+from ctxstore.errors import (
+    ConfigurationError,
+    LimitExceededError,
+    ValidationError,
+)
 from ctxstore.settings import MAX_TTL_SECONDS
 
 if TYPE_CHECKING:
@@ -113,6 +125,7 @@ _MAX_MSGPACK_INT = (1 << 63) - 1
 _FIELDS = {
     "chat": {
         "type",
+        "sealed",
         "version",
         "id",
         "user_id",
@@ -127,6 +140,7 @@ _FIELDS = {
     },
     "message": {
         "type",
+        "sealed",
         "id",
         "parent_id",
         "created_at",
@@ -140,6 +154,7 @@ _FIELDS = {
     "checkpoint": {"type", "name", "message_id", "created_at"},
     "summary": {
         "type",
+        "sealed",
         "message_id",
         "created_at",
         "tokens",
@@ -242,6 +257,8 @@ class ChatImport:
         #: A store with encryption seals the records for the new incarnation (after the chat
         #: record, which names the owner whose keys seal them).
         self._seal: ChatSeal | None = None
+        #: What opens the records of a sealed export (its chat record names the binding).
+        self._opener: ChatSeal | None = None
 
     # --- records -------------------------------------------------------------------------------
 
@@ -268,18 +285,21 @@ class ChatImport:
                 if self._number == 1
                 else f"{where}: only the first record is a chat"
             )
+        self._check_sealing(kind, record, where)
         if kind == "chat":
+            if SEALED in record:
+                return self._open_sealed(record, where)
             self._header = self._start(record, where)
             if self._state.settings.encryption is not None:
                 return self._take_keys(self._header.user_id)
         elif kind == "message":
-            self._message(record, where)
+            self._message(self._opened_message(record, where), where)
         elif kind == "branch":
             self._branch(record, where)
         elif kind == "checkpoint":
             self._checkpoint(record, where)
         else:
-            self._summary(record, where)
+            self._summary(self._opened_summary(record, where), where)
         chunk = self._chunk
         if (
             chunk.items >= CHUNK_RECORDS
@@ -288,6 +308,50 @@ class ChatImport:
         ):
             return self._stage()
         return None
+
+    def _check_sealing(self, kind: str, record: Mapping[str, Any], where: str) -> None:
+        """A sealed export's messages and summaries are all sealed, a plain one's none."""
+        if kind in ("message", "summary") and (SEALED in record) != (self._opener is not None):
+            raise ValidationError(
+                f"{where} is sealed, in an export that is not"
+                if SEALED in record
+                else f"{where} is in the clear, in a sealed export"
+            )
+
+    def _open_sealed(self, record: Mapping[str, Any], where: str) -> Operation[None]:
+        """A sealed export's chat record opened with its owner's keys (never made: a sealed
+        export whose owner has none was erased), then taken in as a plain one's."""
+        provider_of(self._state)
+        source_chat = check_key_id(record.get("id"), f"{where} id")
+        owner = check_key_id(record.get("user_id"), f"{where} user_id")
+        namespace, incarnation = binding(record, where)
+        keys = yield from owner_keys(self._state, owner)
+        self._opener = ChatSeal(keys, namespace, source_chat, incarnation)
+        opened = self._open(record, record[SEALED]["values"], (CHAT_KIND, 0, 0), where)
+        self._header = self._start(opened, where)
+        yield from self._take_keys(self._header.user_id)
+
+    def _opened_message(self, record: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+        if self._opener is None:
+            return record
+        parent = self._reference(record.get("parent_id"), f"{where} parent_id", nullable=True)
+        position = len(self._depths)
+        return self._open(record, record[SEALED], (MESSAGE_KIND, position, parent), where)
+
+    def _opened_summary(self, record: Mapping[str, Any], where: str) -> Mapping[str, Any]:
+        if self._opener is None:
+            return record
+        message_id = record.get("message_id")
+        position = self._reference(message_id, f"{where} message_id", nullable=False)
+        kind = summary_record_kind(str(message_id))
+        return self._open(record, record[SEALED], (kind, position, 0), where)
+
+    def _open(
+        self, record: Mapping[str, Any], sealed: object, place: tuple[bytes, int, int], where: str
+    ) -> dict[str, Any]:
+        """A sealed record's fields, opened for ``place`` (kind, position, parent)."""
+        assert self._opener is not None, "a sealed export's chat record comes first"
+        return opened_record(self._opener, record, sealed, *place, where)
 
     def _take_keys(self, user_id: str) -> Operation[None]:
         """The owner's data keys (made if the owner has none), to seal the records with."""

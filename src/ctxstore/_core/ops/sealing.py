@@ -1,0 +1,335 @@
+"""Sealing a chat written without encryption, online (``ctxstore migrate --encrypt``,
+``admin.migrate(encrypt=True)``; docs/encryption.md).
+
+A store with encryption refuses a chat in the clear (``CorruptionError``): its values could
+have been put there by anyone who can write to Redis. Sealing one turns it into the sealed
+format (:data:`~ctxstore._core.format.versions.SEALED_FORMAT`) in place, keeping its
+incarnation, its ids, positions, branches, checkpoints, token entries and expiry:
+
+1. One round trip reads the chat hash, the log's length and first records, the summaries and
+   the answer streams' entries; the rest of the log follows in bounded reads.
+2. Every value is sealed for where it stands, as a write of a sealed chat would have sealed it
+   (records for their position and parent, summaries for the message they cover, pieces for
+   their stream and write, the title and metadata values for the chat), under the owner's
+   data key (made now if the owner has none), and added to *staging keys* beside the chat's
+   (``lua/seal_stage.lua``: bounded chunks, expiring on their own).
+3. ``lua/seal_publish.lua`` renames them into place and seals the chat hash's values, in one
+   script of constant work, if nothing changed since the read: records, summaries and entries
+   only grow, and change in place only by a redaction, which moves the chat's ``rgen``, so the
+   counts, the stream's last entry and ``rgen`` say the copy is whole; the title and metadata
+   values are compared one by one. A chat written meanwhile is read and sealed again (a few
+   times); one with an answer being streamed into it is left for the next run.
+
+Readers see the chat in the clear until the publish, sealed after it; never a mix. A failure on
+the way removes the staging keys (if the process dies, they expire).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import msgpack
+
+from ctxstore._core.format.codec import decode
+from ctxstore._core.format.fields import corrupt, field_text, pairs, text
+from ctxstore._core.format.records import encode_record, record_fields
+from ctxstore._core.format.sealed import METADATA, PAYLOAD, ChatSeal
+from ctxstore._core.format.summaries import parse_summary_member, summary_member
+from ctxstore._core.format.versions import FORMAT, SEALED_FORMAT, chat_format_error
+from ctxstore._core.ids import new_incarnation
+from ctxstore._core.keys import ChatKeys
+from ctxstore._core.ops.chats import chat_context
+from ctxstore._core.ops.data_keys import owner_keys
+from ctxstore._core.ops.streams import stream_kind
+from ctxstore._core.ops.transfer.imports import CHUNK_BYTES, CHUNK_RECORDS, STAGING_TTL_MS
+from ctxstore._core.protocol import Arg, Call, Operation, command_call, script_call
+from ctxstore._core.scripts import load_script
+from ctxstore._core.state import StoreState
+from ctxstore.errors import ChatNotFoundError, ConflictError, CtxStoreError
+
+#: How many times a chat written while it was being sealed is read and sealed again.
+ATTEMPTS = 5
+#: Summaries, and answer-stream entries, per staging chunk (each entry is at most six
+#: arguments: a chunk stays far below the 3,999 a command may carry).
+CHUNK_ITEMS = 500
+#: The keys whose values are sealed, staged under these names.
+STAGED = ("log", "summary", "stream")
+#: What a publish says of a chat sealed already.
+CURRENT = "current"
+
+
+@dataclass
+class _Snapshot:
+    """What one read found of a chat in the clear: its hash, how many records its log held,
+    the first of them, its summaries (member, score) and its stream entries (id, fields)."""
+
+    fields: dict[str, Any]
+    length: int
+    records: list[bytes]
+    summaries: list[tuple[bytes, float]]
+    entries: list[tuple[str, list[Any]]]
+
+    @property
+    def last_entry(self) -> str:
+        return self.entries[-1][0] if self.entries else "-"
+
+
+def seal_chat(state: StoreState, chat_id: str) -> Operation[bool]:
+    """Seal ``chat_id`` if it is in the clear (see the module): True when this call sealed
+    it, False when it was sealed already. A chat written during every attempt, or with an
+    answer being streamed into it, is a ``ConflictError`` (run again later)."""
+    for attempt in range(1, ATTEMPTS + 1):
+        try:
+            sealed: bool = yield from _seal_once(state, chat_id)
+        except ConflictError as error:
+            if error.details.get("reason") != "changed" or attempt == ATTEMPTS:
+                raise
+            continue
+        return sealed
+    raise AssertionError("unreachable")  # pragma: no cover - the loop returns or raises
+
+
+def _seal_once(state: StoreState, chat_id: str) -> Operation[bool]:
+    chat = state.keyspace.chat(chat_id)
+    found = yield from _read(chat)
+    chat_key = chat.key("chat")
+    if not found.fields:
+        raise ChatNotFoundError(f"chat {chat_id!r} does not exist", chat_id=chat_id)
+    fmt = text(found.fields.get("fmt", b""))
+    if fmt == SEALED_FORMAT:
+        return False
+    if fmt != FORMAT:
+        raise chat_format_error(fmt, chat_id=chat_id)
+    owner = _field(found.fields, "user_id", chat_key)
+    incarnation = _field(found.fields, "inc", chat_key)
+    keys = yield from owner_keys(state, owner)
+    if keys.current is None:
+        keys = yield from owner_keys(state, owner, create=True)
+    namespace = state.keyspace.namespace
+    seal = ChatSeal(keys, namespace, chat_id, incarnation)
+    token = new_incarnation()
+    staged = tuple(chat.staging(token, name) for name in STAGED)
+    try:
+        yield from _stage(state, chat, staged, found, seal)
+        reply: str = yield _publish_call(state, chat, staged, found, seal, incarnation)
+    except CtxStoreError:
+        yield command_call(("DEL", *staged), keys=staged, writes=True)
+        raise
+    return reply != CURRENT
+
+
+def _field(fields: dict[str, Any], name: str, key: str) -> str:
+    raw = fields.get(name)
+    if not raw:
+        raise corrupt(key, name, "missing")
+    return field_text(raw, key, name)
+
+
+def _read(chat: ChatKeys) -> Operation[_Snapshot]:
+    """The chat hash first, then everything whose count the publish checks (a write after
+    the hash was read moves a count, ``rgen`` or a value it compares)."""
+    chat_key, log, summary, stream = (chat.key(name) for name in ("chat", *STAGED))
+    calls: tuple[Call[Any], ...] = (
+        command_call(("HGETALL", chat_key), keys=(chat_key,)),
+        command_call(("LLEN", log), keys=(log,)),
+        command_call(("ZRANGE", summary, 0, -1, "WITHSCORES"), keys=(summary,)),
+        command_call(("XRANGE", stream, "-", "+"), keys=(stream,)),
+        command_call(("LRANGE", log, 0, CHUNK_RECORDS - 1), keys=(log,)),
+    )
+    fields, length, summaries, entries, first = yield calls
+    scored = list(summaries or ())
+    if scored and not isinstance(scored[0], tuple | list):  # a flat reply: member, score, ...
+        scored = list(zip(scored[::2], scored[1::2], strict=True))
+    return _Snapshot(
+        pairs(fields or {}, chat_key),
+        int(length),
+        list(first or ())[: int(length)],
+        [(bytes(member), float(score)) for member, score in scored],
+        [(text(entry_id), _flat(values)) for entry_id, values in entries or ()],
+    )
+
+
+def _flat(values: Any) -> list[Any]:
+    """An entry's fields as a flat list (redis-py gives a dict, a raw reply a list)."""
+    if isinstance(values, dict):
+        return [item for pair in values.items() for item in pair]
+    return list(values)
+
+
+def _stage(
+    state: StoreState,
+    chat: ChatKeys,
+    staged: tuple[str, ...],
+    found: _Snapshot,
+    seal: ChatSeal,
+) -> Operation[None]:
+    """Every value sealed and staged, in bounded chunks."""
+    log_key = chat.key("log")
+    script = load_script("seal_stage")
+    context = chat_context(chat.chat_id)
+    stored = 0
+    position = 0
+    records = found.records
+    while position < found.length:
+        if not records:
+            records = yield command_call(
+                ("LRANGE", log_key, position, min(position + CHUNK_RECORDS, found.length) - 1),
+                keys=(log_key,),
+            )
+            if not records:  # the log shrank: only a chat deleted since shrinks it
+                raise ConflictError(
+                    f"chat {chat.chat_id!r} changed while it was sealed",
+                    reason="changed",
+                    chat_id=chat.chat_id,
+                )
+        chunk: list[Arg] = []
+        size = 0
+        for raw in records:
+            sealed = _sealed_record(bytes(raw), position, seal, log_key)
+            chunk.append(sealed)
+            size += len(sealed)
+            position += 1
+            if size >= CHUNK_BYTES:
+                stored = yield _stage_call(script, staged, stored, chunk, (), (), context)
+                chunk, size = [], 0
+        if chunk:
+            stored = yield _stage_call(script, staged, stored, chunk, (), (), context)
+        records = []
+    summary_key = chat.key("summary")
+    members = [
+        (score, _sealed_summary(member, int(score), seal, summary_key))
+        for member, score in found.summaries
+    ]
+    entries = _sealed_entries(found.entries, state, chat, seal)
+    for start in range(0, max(len(members), len(entries)), CHUNK_ITEMS):
+        yield _stage_call(
+            script,
+            staged,
+            stored,
+            (),
+            members[start : start + CHUNK_ITEMS],
+            entries[start : start + CHUNK_ITEMS],
+            context,
+        )
+
+
+def _stage_call(
+    script: Any,
+    staged: tuple[str, ...],
+    first: int,
+    records: Sequence[Arg],
+    summaries: Sequence[tuple[float, bytes]],
+    entries: Sequence[tuple[str, list[Arg]]],
+    context: dict[str, Any],
+) -> Call[int]:
+    args: list[Arg] = [first, STAGING_TTL_MS, f"{len(records)}\t{len(summaries)}\t{len(entries)}"]
+    args += records
+    for score, member in summaries:
+        args += [int(score), member]
+    for entry_id, values in entries:
+        args += [entry_id, len(values) // 2, *values]
+    return script_call(script, staged, args, parse=int, context=context, writes=True)
+
+
+def _sealed_record(raw: bytes, position: int, seal: ChatSeal, key: str) -> bytes:
+    """A record in the clear, sealed for its position and parent: the same parent field, time,
+    chosen id and tag."""
+    try:
+        record = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+    except Exception as exc:  # msgpack raises several unrelated types for bad input
+        raise corrupt(key, str(position), f"not valid msgpack ({exc})") from exc
+    parent, created_at, payload, chosen, tag = record_fields(record, key, position)
+    metadata = b""
+    if len(record) == 6:
+        if type(record[3]) is not dict:
+            raise corrupt(key, str(position), "the record's metadata is not a map")
+        packed = msgpack.packb(record[3], use_bin_type=True)
+        metadata = seal.seal(METADATA, packed, position, parent)
+    return encode_record(
+        seal.seal(PAYLOAD, msgpack.packb(payload, use_bin_type=True), position, parent),
+        created_at=msgpack.packb(created_at),
+        tag=tag,
+        chosen=chosen or "",
+        metadata=metadata,
+        parent=record[0],
+    )
+
+
+def _sealed_summary(member: bytes, position: int, seal: ChatSeal, key: str) -> bytes:
+    """A summary in the clear, sealed for the message it covers."""
+    found = parse_summary_member(member, key, position)
+    return summary_member(
+        message_id=found["message_id"],
+        created_at=found["created_at"],
+        content=found["content"],
+        metadata=found["metadata"],
+        tokens=found["tokens"],
+        limit=2 * len(member) + 1024,  # what is there was within the writer's limit
+        seal=seal,
+    )
+
+
+def _sealed_entries(
+    entries: list[tuple[str, list[Any]]], state: StoreState, chat: ChatKeys, seal: ChatSeal
+) -> list[tuple[str, list[Arg]]]:
+    """The answer streams' entries with each piece of text (``d``) sealed for its stream and
+    its number among the stream's pieces, as ``stream_write`` seals a write's (an empty
+    write adds no entry: the numbers of the pieces there are increasing all the same, which
+    is what a reader checks)."""
+    streams = ChatSeal(seal.keys, state.keyspace.namespace, chat.chat_id, "")
+    stream_key = chat.key("stream")
+    numbers: dict[str, int] = {}
+    sealed: list[tuple[str, list[Arg]]] = []
+    for entry_id, values in entries:
+        named = {text(values[index]): values[index + 1] for index in range(0, len(values), 2)}
+        if "d" not in named:
+            sealed.append((entry_id, list(values)))
+            continue
+        stream_id = text(named.get("s", b""))
+        try:
+            piece = bytes(named["d"]).decode("utf-8")
+        except UnicodeDecodeError:
+            raise corrupt(stream_key, entry_id, "a piece that is not UTF-8 text") from None
+        number = numbers[stream_id] = numbers.get(stream_id, 0) + 1
+        value = b"%d:" % number + streams.keys_current_seal(
+            stream_kind(stream_id), piece.encode("utf-8"), number
+        )
+        sealed.append((entry_id, ["s", stream_id, "d", value]))
+    return sealed
+
+
+def _publish_call(
+    state: StoreState,
+    chat: ChatKeys,
+    staged: tuple[str, ...],
+    found: _Snapshot,
+    seal: ChatSeal,
+    incarnation: str,
+) -> Call[str]:
+    chat_key = chat.key("chat")
+    rgen = text(found.fields.get("rgen", b"0"))
+    read = f"{found.length}\t{rgen}\t{len(found.summaries)}\t{len(found.entries)}\t"
+    title = found.fields.get("title")
+    args: list[Arg] = [
+        incarnation,
+        read + found.last_entry,
+        state.clock(),
+        "" if title is None else "=" + field_text(title, chat_key, "title"),
+        "" if title is None else seal.seal_title(field_text(title, chat_key, "title")),
+    ]
+    for name, value in found.fields.items():
+        if name.startswith("m:"):
+            raw = bytes(value)
+            decode(raw, key=chat_key, field=name)  # a value that is no msgpack is not sealed
+            args += [name, raw, seal.seal_metadata(name[2:], raw)]
+    keys = (*(chat.key(name) for name in ("chat", *STAGED, "stream_state")), *staged)
+    return script_call(
+        load_script("seal_publish"),
+        keys,
+        args,
+        parse=text,
+        context=chat_context(chat.chat_id),
+        writes=lambda reply: reply != CURRENT,
+    )
