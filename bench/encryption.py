@@ -8,7 +8,8 @@ A save is one ``append`` of a 200-character message onto the head; a warm read i
 ``load_branch`` of a 1,000-message chat after one more message was saved by another process
 (its cache holds the rest); a cold read is ``load_branch`` of that chat by a store without a
 cache. Each figure is the median of ``ROUNDS`` rounds, the two modes in turn (each goes first
-every other round).
+every other round). ``migrate --encrypt`` of a chat is timed against importing its export
+sealed, the same run.
 """
 
 from __future__ import annotations
@@ -153,12 +154,47 @@ def compare(url: str) -> None:
         f"AES-GCM alone on the {LENGTH + ROUNDS * READS} payloads of the cold read: "
         f"{floor:.0f} us: a cold read's floor with encryption is {(cold + floor) / cold:.2f}x"
     )
+    migration(url, provider)
     plain_bytes = modes["plain"].bytes_per_message()
     sealed_bytes = modes["sealed"].bytes_per_message()
     print(
         f"memory per message of {len(TEXT) + 4} characters: plain {plain_bytes:.0f} B, "
         f"sealed {sealed_bytes:.0f} B (+{sealed_bytes - plain_bytes:.0f} B, "
         f"{sealed_bytes / plain_bytes:.2f}x)"
+    )
+
+
+def migration(url: str, provider: Any) -> None:
+    """``migrate(encrypt=True)`` sealing one chat of ``LENGTH`` messages in the clear, against
+    doing it by hand in the same run: its plain export imported by a store with encryption
+    (every record read, sealed and written, in the same chunks)."""
+    sealing, by_hand = [], []
+    for number in range(5):
+        namespace = f"benchmig{number}{time.time_ns()}"
+        plain = ctxstore.connect(url, namespace=namespace, estimate_tokens=len).admin()
+        plain.open_chat("c", "u")
+        head = None
+        for start in range(0, LENGTH, 500):
+            batch = [{"role": "user", "content": f"{n} {TEXT}"} for n in range(start, start + 500)]
+            head = plain.append("c", "main", batch, expected_head=head).head_message_id
+        sealed = ctxstore.connect(
+            url, namespace=namespace, estimate_tokens=len, encryption=provider
+        ).admin()
+        exported = list(plain.export_chat("c"))
+        started = time.perf_counter()
+        sealed.import_chat(exported, chat_id="copy")
+        by_hand.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        report = sealed.migrate(encrypt=True)
+        sealing.append(time.perf_counter() - started)
+        assert report.sealed == 1, report
+        plain.close()
+        sealed.close()
+    seal_ms, hand_ms = statistics.median(sealing) * 1e3, statistics.median(by_hand) * 1e3
+    print(
+        f"migrate --encrypt of a {LENGTH}-message chat: {seal_ms:.1f} ms "
+        f"({seal_ms * 1e3 / LENGTH:.1f} us a message); its export imported sealed: "
+        f"{hand_ms:.1f} ms; ratio {seal_ms / hand_ms:.2f}x"
     )
 
 
