@@ -176,3 +176,29 @@ def test_a_new_fixture_is_built_as_the_recorded_one_was(namespace: str) -> None:
 
 
 BY_MESSAGE_ID = {"get_message", "message_versions", "get_chain"}
+
+
+def test_the_plain_fixture_sealed_by_migrate_encrypt_reads_as_it_did(
+    backend: str, namespace: str, tmp_path: Path
+) -> None:
+    """``migrate(encrypt=True)`` seals every chat of the format-2 fixture in place: read by a
+    store with encryption, each read returns what it returned in the clear, and every chat
+    verifies clean."""
+    from ctxstore.crypto import LocalKeyProvider
+
+    plain, recorded, _where = loaded(backend, namespace, "2", tmp_path)
+    plain.close()
+    provider = LocalKeyProvider.from_keys({"kek-migrate": bytes(range(32))}, current="kek-migrate")
+    with ctxstore.connect(
+        backend, namespace=namespace, clock=clock_from(FIXTURE_TIME + 10**6),
+        estimate_tokens=len, encryption=provider,
+    ) as store:  # fmt: skip
+        admin = store.admin()
+        report = admin.migrate(encrypt=True)
+        assert (report.sealed, report.failed) == (report.chats, [])
+        assert report.by_format == {"2": report.chats}
+        found = reads(admin, recorded["ids"])
+        for chat in admin.list_chats():
+            assert admin.verify_chat(chat.id).problems == (), chat.id
+    differ = [name for name in recorded["reads"] if found.get(name) != recorded["reads"][name]]
+    assert not differ, f"{len(differ)} reads differ, the first: {differ[0]}"
