@@ -373,6 +373,36 @@ def test_an_append_refused_leaves_no_trace_not_even_a_data_key(sealed: Any, snap
     assert snap() == before
 
 
+def test_a_chat_level_write_refused_makes_no_data_key(sealed: Any, plain: Any, snap: Any) -> None:
+    """A summary, a title and a stream piece for a chat in the clear whose owner has no data
+    key, and for another user's chat: refused, and no key is made for the owner."""
+    from ctxstore._core.ops import streams as answer_stream
+
+    plain.open_chat("c1", "carol")
+    head = plain.append(
+        "c1", None, [{"role": "user", "content": "clear"}], expected_head=None, user_id="carol"
+    ).head_message_id
+    stream_id = plain.run(
+        answer_stream.begin_stream(plain.state, "c1", "main", writer_ttl_ms=60_000)
+    )
+    before = snap()
+    writes = [
+        lambda: sealed.write_summary("c1", head, "a summary", user_id="carol"),
+        lambda: sealed.update_chat("c1", title="a title", user_id="carol"),
+        lambda: sealed.run(
+            answer_stream.write_stream(
+                sealed.state, "c1", stream_id, 1, "piece", writer_ttl_ms=60_000, user_id="carol"
+            )
+        ),
+    ]
+    for write in writes:
+        with pytest.raises(CorruptionError, match="written without encryption"):
+            write()
+    with pytest.raises(ChatNotFoundError):  # dave, who has no data key, and carol's chat
+        sealed.write_summary("c1", head, "a summary", user_id="dave")
+    assert snap() == before
+
+
 def test_a_sealed_chat_whose_owner_has_no_key_yet_gets_one_with_its_first_append(
     sealed: Any, backend: str, namespace: str
 ) -> None:

@@ -29,7 +29,12 @@ from ctxstore._core.format.sealed import (
     plain_chat_error,
     sealed_chat_error,
 )
-from ctxstore._core.format.versions import FORMATS_READ, SEALED_FORMAT
+from ctxstore._core.format.versions import (
+    FORMAT,
+    FORMATS_READ,
+    SEALED_FORMAT,
+    chat_format_error,
+)
 from ctxstore._core.keyring import (
     CURRENT_FIELD,
     OwnerKeys,
@@ -167,8 +172,28 @@ def write_seal(
             raise ChatNotFoundError(f"chat {chat_id!r} does not exist", chat_id=chat_id)
         known = field_text(raw, chat_key, "inc")
     if keys.current is None:  # a sealed chat whose open stopped before making the key
-        keys = yield from owner_keys(state, owner, create=True)
+        keys = yield from made_keys(state, chat_id, owner, user_id)
     return ChatSeal(keys, state.keyspace.namespace, chat_id, known), incarnation or known
+
+
+def made_keys(
+    state: StoreState, chat_id: str, owner: str, user_id: str | None
+) -> Operation[OwnerKeys]:
+    """The first data key of ``owner``, for a write to ``chat_id`` whose owner has none: made
+    only once the chat is seen to be a sealed chat of the caller's (one ``HMGET``, only then),
+    so a write the script would refuse (a chat in the clear, another user's, a missing one)
+    leaves no key behind."""
+    chat_key = state.keyspace.chat(chat_id).key("chat")
+    holder, found = yield command_call(("HMGET", chat_key, "user_id", "fmt"), keys=(chat_key,))
+    if holder is None or (user_id is not None and holder != user_id.encode()):
+        raise ChatNotFoundError(f"chat {chat_id!r} does not exist", chat_id=chat_id)
+    fmt = field_text(found, chat_key, "fmt") if found is not None else "none"
+    if fmt == FORMAT:
+        raise plain_chat_error(chat_key, chat_id)
+    if fmt != SEALED_FORMAT:
+        raise chat_format_error(fmt, chat_id=chat_id)
+    keys: OwnerKeys = yield from owner_keys(state, owner, create=True)
+    return keys
 
 
 def fresh_seal(

@@ -43,7 +43,7 @@ from ctxstore._core.format.fields import corrupt, text
 from ctxstore._core.format.sealed import ChatSeal
 from ctxstore._core.ids import new_tags
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
-from ctxstore._core.ops.data_keys import chat_owner, owner_keys
+from ctxstore._core.ops.data_keys import chat_owner, made_keys, owner_keys
 from ctxstore._core.protocol import Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
 from ctxstore._core.state import StoreState
@@ -164,7 +164,7 @@ def stream_seal(state: StoreState, chat_id: str, user_id: str | None) -> Operati
     owner = yield from chat_owner(state, chat_id, user_id)
     keys = yield from owner_keys(state, owner)
     if keys.current is None:  # a sealed chat whose open stopped before making the key
-        keys = yield from owner_keys(state, owner, create=True)
+        keys = yield from made_keys(state, chat_id, owner, user_id)
     return ChatSeal(keys, state.keyspace.namespace, chat_id, "")
 
 
