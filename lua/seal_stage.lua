@@ -3,39 +3,37 @@
 -- KEYS[1] staged_log      the chat's records, sealed, in log order
 -- KEYS[2] staged_summary  its summaries, sealed, by position
 -- KEYS[3] staged_stream   its answer streams' entries, the pieces of text sealed
+-- KEYS[4] staged_chat     its title and metadata values: "r:<field>" -> the value as read,
+--                         "s:<field>" -> the value sealed (field: "title" or "m:<key>")
 -- ARGV[1] first    how many records the staging log holds before this chunk
 -- ARGV[2] ttl      milliseconds the staging keys live after this chunk (a run that stops, its
 --                  process dead, leaves nothing behind for long)
--- ARGV[3] counts   "records\tsummaries\tentries" of this chunk
+-- ARGV[3] counts   "records\tsummaries\tentries\tvalues" of this chunk
 -- ARGV[4..] items  the records; then score, member pairs of summaries; then the stream entries
---                  in id order, each its id, its count of fields n, then n field, value pairs
+--                  in id order, each its id, its count of fields n, then n field, value pairs;
+--                  then field, value as read, value sealed triplets of the chat hash
 -- Reply: the records the staging log holds after this chunk
 -- Errors: INVALID (counts that do not match the items), CONFLICT seal_lost (the staging log
 --         does not hold `first` records: it expired, or a chunk went missing).
 --
--- The staging keys are no chat's: no read looks at them, and seal_publish.lua renames them into
+-- The staging keys are no chat's: no read looks at them, and seal_publish.lua puts them in
 -- place at once. A resent chunk (after a lost reply) adds nothing twice: the log is left as it
--- is, the sorted set takes the same members again, entries at or before the staged stream's
--- last one are skipped.
+-- is, the sorted set and the hash take the same entries again, and a chunk of stream entries
+-- whose first one is staged already is skipped.
 
--- Whether stream entry id `a` ("<ms>-<seq>") comes after `b`.
-local function entry_after(a, b)
-  local a_ms, a_seq = string.match(a, '^(%d+)%-(%d+)$')
-  local b_ms, b_seq = string.match(b, '^(%d+)%-(%d+)$')
-  if not a_ms or not b_ms then
-    fail('INVALID', {reason = 'a stream entry id is "<ms>-<seq>"'})
-  end
-  a_ms, b_ms = tonumber(a_ms), tonumber(b_ms)
-  return a_ms > b_ms or (a_ms == b_ms and tonumber(a_seq) > tonumber(b_seq))
+local function mismatch()
+  fail('INVALID', {reason = 'seal chunk items do not match their counts'})
 end
 
 return run(function()
   local first, ttl = tonumber(ARGV[1]), tonumber(ARGV[2])
-  local records, summaries, entries = string.match(ARGV[3], '^(%d+)\t(%d+)\t(%d+)$')
+  local records, summaries, entries, values =
+    string.match(ARGV[3], '^(%d+)\t(%d+)\t(%d+)\t(%d+)$')
   if not first or not ttl or not records then
     fail('INVALID', {reason = 'malformed seal chunk arguments'})
   end
-  records, summaries, entries = tonumber(records), tonumber(summaries), tonumber(entries)
+  records, summaries = tonumber(records), tonumber(summaries)
+  entries, values = tonumber(entries), tonumber(values)
   local length = redis.call('LLEN', KEYS[1])
   local resent = records > 0 and length == first + records
   if length ~= first and not resent then
@@ -48,20 +46,23 @@ return run(function()
   at = at + records
   argv_in_slices('ZADD', KEYS[2], at, at + 2 * summaries - 1)
   at = at + 2 * summaries
-  local newest = redis.call('XREVRANGE', KEYS[3], '+', '-', 'COUNT', 1)[1]
-  local last = newest and newest[1]
+  -- A chunk's entries are added at once or not at all: its first one there is a resend.
+  local added = entries > 0 and #redis.call('XRANGE', KEYS[3], ARGV[at], ARGV[at]) > 0
   for _ = 1, entries do
     local id, count = ARGV[at], tonumber(ARGV[at + 1])
     if not id or not count or count < 1 or at + 1 + 2 * count > #ARGV then
-      fail('INVALID', {reason = 'seal chunk items do not match their counts'})
+      mismatch()
     end
-    if not last or entry_after(id, last) then
+    if not added then
       redis.call('XADD', KEYS[3], id, unpack(ARGV, at + 2, at + 1 + 2 * count))
     end
     at = at + 2 + 2 * count
   end
-  if at ~= #ARGV + 1 then
-    fail('INVALID', {reason = 'seal chunk items do not match their counts'})
+  if at + 3 * values ~= #ARGV + 1 then
+    mismatch()
+  end
+  for i = at, #ARGV, 3 do
+    redis.call('HSET', KEYS[4], 'r:' .. ARGV[i], ARGV[i + 1], 's:' .. ARGV[i], ARGV[i + 2])
   end
   for _, key in ipairs(KEYS) do
     redis.call('PEXPIRE', key, ttl)

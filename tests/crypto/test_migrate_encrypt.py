@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 import ctxstore
+from ctxstore._core import protocol
 from ctxstore._core.ops import sealing
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.scripts import load_script
@@ -60,6 +61,8 @@ def test_a_chat_in_the_clear_is_sealed_in_place_and_reads_back_as_it_was(
         assert everything(sealed, ids, stream_id) == before
         assert sealed.verify_chat("c1").problems == ()
         assert 0 < client.pttl(log) <= 3_600_000
+        assert client.pttl(f"ctx:{namespace}:{{c1}}:summary") == -1  # none before, none after
+        assert client.pttl(f"ctx:{namespace}:{{c1}}:stream") > 0  # a stream's own expiry
         assert not any(b":staging:" in key for key in client.scan_iter(f"ctx:{namespace}:*"))
     finally:
         client.close()
@@ -82,11 +85,31 @@ def test_a_sealed_chat_takes_sealed_writes_after_its_migration(sealed: Any, plai
     assert contents(sealed.load_branch("c1", user_id="alice").messages)[-1] == word
 
 
+def write_between(backend: str, namespace: str, what: str, late: str) -> None:
+    """A write of ``what`` to chat c1 by a process without encryption."""
+    with ctxstore.connect(backend, namespace=namespace) as opened:
+        writer = opened.for_user("alice")
+        if what == "append":
+            head = writer.load_branch("c1").messages[-1]["id"]
+            writer.append("c1", None, [{"role": "user", "content": late}], expected_head=head)
+        elif what == "title":
+            writer.update_chat("c1", title=late)
+        else:
+            writer.update_chat("c1", metadata={"late": late})
+
+
+@pytest.mark.parametrize("what", ["append", "title", "metadata"])
 def test_a_write_while_a_chat_is_sealed_is_sealed_too(
-    sealed: Any, plain: Any, backend: str, namespace: str, monkeypatch: pytest.MonkeyPatch
+    sealed: Any,
+    plain: Any,
+    backend: str,
+    namespace: str,
+    monkeypatch: pytest.MonkeyPatch,
+    what: str,
 ) -> None:
-    """A message appended between the read and the publish: the publish is refused (nothing
-    changes), the chat is read and sealed again, and the message is in it."""
+    """A message appended, a title or a metadata value changed between the read and the
+    publish: the publish is refused (nothing changes), the chat is read and sealed again, and
+    the write is in it."""
     fill(plain)
     late = marker()
     staged = sealing._stage
@@ -95,21 +118,63 @@ def test_a_write_while_a_chat_is_sealed_is_sealed_too(
     def stage_then_write(*args: Any) -> Any:
         result = yield from staged(*args)
         if not writes:
-            with ctxstore.connect(backend, namespace=namespace) as writer:
-                head = writer.load_branch("c1", user_id="alice").messages[-1]["id"]
-                writes.append(
-                    writer.append(
-                        "c1", None, [{"role": "user", "content": late}], expected_head=head,
-                        user_id="alice",
-                    )
-                )  # fmt: skip
+            writes.append(write_between(backend, namespace, what, late))
         return result
 
     monkeypatch.setattr(sealing, "_stage", stage_then_write)
     report = sealed.migrate(encrypt=True)
     assert (report.sealed, report.failed) == (1, [])
-    assert contents(sealed.load_branch("c1", user_id="alice").messages)[-1] == late
+    chat = sealed.get_chat("c1", user_id="alice")
+    found = {
+        "append": lambda: contents(sealed.load_branch("c1", user_id="alice").messages)[-1],
+        "title": lambda: chat.title,
+        "metadata": lambda: chat.metadata["late"],
+    }[what]()
+    assert found == late
     assert b"MARK" not in every_byte(backend, f"ctx:{namespace}")
+
+
+def test_a_chat_written_throughout_is_left_as_it_was_and_reported(
+    sealed: Any, plain: Any, backend: str, namespace: str, snap: Any,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:  # fmt: skip
+    fill(plain)
+    staged = sealing._stage
+
+    def stage_then_write(*args: Any) -> Any:
+        result = yield from staged(*args)
+        write_between(backend, namespace, "title", marker())
+        return result
+
+    monkeypatch.setattr(sealing, "_stage", stage_then_write)
+    report = sealed.migrate(encrypt=True)
+    assert report.sealed == 0
+    assert [failure.chat_id for failure in report.failed] == ["c1"]
+    assert "was written while it was sealed" in report.failed[0].error
+    assert plain.get_chat("c1", user_id="alice").title  # in the clear, as it was
+    assert not any(b":staging:" in key for key in snap())
+
+
+def test_a_copy_whose_staging_was_lost_is_refused_and_sealed_by_the_next_run(
+    sealed: Any, plain: Any, backend: str, namespace: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    fill(plain)
+    staged = sealing._stage
+
+    def stage_then_lose(state: Any, chat: Any, keys: Any, *rest: Any) -> Any:
+        result = yield from staged(state, chat, keys, *rest)
+        client = raw_client(backend)
+        client.delete(keys[0])  # the staged log expired (a process paused past its TTL)
+        client.close()
+        return result
+
+    monkeypatch.setattr(sealing, "_stage", stage_then_lose)
+    report = sealed.migrate(encrypt=True)
+    assert (report.sealed, len(report.failed)) == (0, 1)
+    assert "lost what its sealing had staged" in report.failed[0].error
+    monkeypatch.setattr(sealing, "_stage", staged)
+    assert sealed.migrate(encrypt=True).sealed == 1
+    assert contents(sealed.load_branch("c1", user_id="alice").messages)
 
 
 def test_a_chat_with_an_answer_being_streamed_is_left_for_the_next_run(
@@ -126,9 +191,9 @@ def test_a_chat_with_an_answer_being_streamed_is_left_for_the_next_run(
     assert [failure.chat_id for failure in report.failed] == ["c1"]
     assert "streamed" in report.failed[0].error
     assert contents(plain.load_branch("c1", user_id="alice").messages)  # still in the clear
-    assert not any(
-        b":staging:" in key for key in raw_client(backend).scan_iter(f"ctx:{namespace}:*")
-    )
+    left = list(raw_client(backend).scan_iter(f"ctx:{namespace}:*"))
+    assert not any(b":staging:" in key for key in left)
+    assert not any(b":dkey:" in key for key in left)  # no data key made for a refused seal
     plain.run(
         answer_stream.end_stream(state, "c1", stream_id, done=True, detail="x", keep_ms=60_000)
     )
@@ -198,3 +263,31 @@ def test_a_chunk_or_a_publish_resent_after_its_reply_was_lost_is_applied_once(
         assert not any(b":staging:" in key for key in client.scan_iter(f"ctx:{namespace}:*"))
         assert b"MARK" not in every_byte(direct, f"ctx:{namespace}")
     client.close()
+
+
+def test_a_chat_at_the_bounds_is_sealed_within_every_commands_arguments(
+    backend: str, namespace: str, provider: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """1,900 metadata keys (the ceiling), 600 summaries and a stream of 600 pieces: every call
+    of the sealing stays within the 3,999 arguments managed services take (checked on the
+    client, as the Valkey pass of .ci/run checks every call)."""
+    monkeypatch.setattr(protocol, "CHECK_ARGUMENTS", True)
+    limits = ctxstore.Limits(max_metadata_keys=1_900, max_metadata_bytes=1 << 20)
+    options: dict[str, Any] = {"namespace": namespace, "limits": limits, "estimate_tokens": len}
+    with ctxstore.connect(backend, **options) as opened:
+        plain = opened.admin()
+        plain.open_chat("c1", "alice", metadata={f"k{n}": marker() for n in range(1_900)})
+        ids = plain.append(
+            "c1", None, [{"role": "user", "content": marker()} for _ in range(600)],
+            expected_head=None,
+        ).message_ids  # fmt: skip
+        for message_id in ids:
+            plain.write_summary("c1", message_id, marker())
+        pieces = [marker() for _ in range(600)]
+        stream_id = streamed(plain, "c1", pieces)
+    with ctxstore.connect(backend, encryption=provider, **options) as opened:
+        sealed = opened.admin()
+        assert sealed.migrate(encrypt=True).sealed == 1
+        assert len(sealed.get_chat("c1").metadata) == 1_900
+        assert [piece.text for piece in sealed.read_stream("c1", stream_id)] == pieces
+    assert b"MARK" not in every_byte(backend, f"ctx:{namespace}")

@@ -47,7 +47,12 @@ def test_a_sealed_export_holds_no_text_and_imports_back_as_the_chat_was(sealed: 
 
 @pytest.mark.parametrize(
     "tamper",
-    ["swap two messages", "a summary's value on a message", "another chat's message"],
+    [
+        "swap two messages",
+        "a summary's value on a message",
+        "another chat's message",
+        "another export's message",
+    ],
 )
 def test_a_sealed_value_moved_does_not_open_and_nothing_is_imported(
     sealed: Any, snap: Any, tamper: str
@@ -56,6 +61,7 @@ def test_a_sealed_value_moved_does_not_open_and_nothing_is_imported(
     fill(sealed, chat_id="c9")
     records = list(sealed.export_chat("c1", sealed=True))
     other = list(sealed.export_chat("c9", sealed=True))
+    again = list(sealed.export_chat("c1", sealed=True))
     messages = [index for index, r in enumerate(records) if r["type"] == "message"]
     summary = next(r for r in records if r["type"] == "summary")
     one, two = messages[1], messages[2]
@@ -66,8 +72,10 @@ def test_a_sealed_value_moved_does_not_open_and_nothing_is_imported(
         )
     elif tamper == "a summary's value on a message":
         records[one]["sealed"] = summary["sealed"]
-    else:
+    elif tamper == "another chat's message":
         records[one]["sealed"] = other[one]["sealed"]
+    else:  # the same chat, the same message: an export of another time (before a redaction)
+        records[one]["sealed"] = again[one]["sealed"]
     before = snap()
     with pytest.raises(CorruptionError, match="does not open where it stands"):
         sealed.import_chat(records, chat_id="c2")
@@ -113,3 +121,37 @@ def test_a_record_in_the_clear_in_a_sealed_export_is_refused(sealed: Any, snap: 
     with pytest.raises(ValidationError, match="is sealed, in an export that is not"):
         sealed.import_chat(clear, chat_id="c3")
     assert snap() == before
+
+
+@pytest.mark.parametrize("tamper", ["a value in the clear beside", "cut short"])
+def test_a_sealed_export_altered_in_the_clear_is_refused(
+    sealed: Any, snap: Any, tamper: str
+) -> None:
+    fill(sealed)
+    records = list(sealed.export_chat("c1", sealed=True))
+    assert "counts" not in records[0]  # sealed with the title: a cut is seen
+    if tamper == "a value in the clear beside":
+        message = next(r for r in records if r["type"] == "message")
+        message["metadata"] = {"forged": "in the clear"}
+        expected = "in the clear, in a sealed export"
+    else:  # the summary left out: the counts it would be edited in are sealed
+        records = [r for r in records if r["type"] != "summary"]
+        expected = "holds 0 summaries where its chat record says 1"
+    before = snap()
+    with pytest.raises(ValidationError, match=expected):
+        sealed.import_chat(records, chat_id="c2")
+    assert snap() == before
+
+
+def test_a_sealed_export_imports_for_its_owner_only(sealed: Any, snap: Any) -> None:
+    """A user's handle (or an operator's override of the owner) given another user's sealed
+    export: refused, nothing opened or written; the plain export moves a chat to another user."""
+    fill(sealed)
+    exported = list(sealed.export_chat("c1", sealed=True))
+    before = snap()
+    with pytest.raises(ValidationError, match="for its owner only"):
+        sealed.for_user("bob").import_chat(exported, chat_id="c2")
+    with pytest.raises(ValidationError, match="for its owner only"):
+        sealed.import_chat(exported, chat_id="c2", user_id="bob")
+    assert snap() == before
+    assert sealed.for_user("alice").import_chat(exported, chat_id="c2").user_id == "alice"

@@ -16,6 +16,7 @@ import ctxstore.web
 from ctxstore.cli.main import main
 from ctxstore.crypto import LocalKeyProvider
 from tests.conftest import backend_url
+from tests.support.keyspace import raw_client
 from tests.support.sealing import fill
 
 
@@ -107,3 +108,19 @@ def test_ctxstore_web_takes_keys(tmp_path: Any, monkeypatch: pytest.MonkeyPatch)
     assert main(["web", "--url", "memory://"]) == 0
     assert served["encryption"] is None
     assert main(["web", "--url", "memory://", "--keys", str(tmp_path / "typo")]) == 1
+
+
+def test_without_the_keys_text_planted_in_a_sealed_chat_is_refused_not_shown(
+    sealed_url: str, namespace: str, marks: list[str]
+) -> None:
+    """A record in the clear put into a sealed chat (someone who can write to Redis): the
+    keyless console refuses the page, as a store with the keys would, and shows none of it."""
+    client = raw_client(sealed_url)
+    planted = client.lindex(f"ctx:{namespace}:{{p1}}:log", 0)
+    client.lset(f"ctx:{namespace}:{{c1}}:log", 1, planted)
+    client.close()
+    with TestClient(ctxstore.web.app(sealed_url, namespaces=[namespace])) as console:
+        page = console.get(f"/n/{namespace}/chat?id=c1")
+    assert page.status_code == 409
+    assert "not sealed" in page.text
+    assert "words in the" not in page.text

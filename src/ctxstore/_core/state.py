@@ -206,6 +206,8 @@ class StoreState:
     #: A store without encryption that shows a sealed chat with its values left closed (its
     #: graph and counts, not its text: the web console without keys) instead of refusing it.
     show_closed: bool = False
+    #: Such a store's memory of which chats are sealed: (chat id, incarnation) -> sealed.
+    sealed_chats: BoundedMap[tuple[str, str], bool] = field(default_factory=BoundedMap)
 
     @property
     def limits(self) -> Limits:

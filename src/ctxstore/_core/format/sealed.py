@@ -321,11 +321,12 @@ class ChatSeal:
 
 
 class ClosedSeal(ChatSeal):
-    """What a store without encryption reads a chat with when it is told to show what is in
-    the clear and leave the rest (``StoreState.show_closed``: the web console started without
-    keys): a sealed value reads as an empty one of its kind (a payload
-    :data:`CLOSED_PAYLOAD`, metadata ``{}``, a summary's text ``""``), a value in the clear as
-    it is. It holds no key: nothing opens, nothing is sealed."""
+    """What a store without encryption reads a sealed chat with when it is told to show what is
+    in the clear and leave the rest (``StoreState.show_closed``: the web console started
+    without keys): a sealed value reads as an empty one of its kind (a payload
+    :data:`CLOSED_PAYLOAD`, metadata ``{}``, a summary's text ``""``); a value in the clear in
+    it is corruption, as for a store with the keys. It holds no key: nothing opens, nothing is
+    sealed."""
 
     __slots__ = ()
 
@@ -333,28 +334,22 @@ class ClosedSeal(ChatSeal):
         super().__init__(OwnerKeys("", "", None, {}), None, "", "")
 
     def open_all(
-        self,
-        kind: bytes,
-        items: list[tuple[object, int, int]],
-        *,
-        key: str,  # noqa: ARG002 - ChatSeal's signature: nothing is opened to fail
+        self, kind: bytes, items: list[tuple[object, int, int]], *, key: str
     ) -> list[dict[str, Any]]:
-        return [_closed(kind, value) for value, _position, _parent in items]
+        return [
+            self._closed(kind, value, position, parent, key) for value, position, parent in items
+        ]
 
     def open_payloads(
-        self,
-        records: list[Any],
-        positions: list[int],
-        *,
-        key: str,  # noqa: ARG002 - ChatSeal's signature: nothing is opened to fail
+        self, records: list[Any], positions: list[int], *, key: str
     ) -> list[tuple[list[Any], int, int]]:
         with_metadata: list[tuple[list[Any], int, int]] = []
         for record, position in zip(records, positions, strict=True):
             if type(record) is not list or len(record) not in (5, 6) or type(record[0]) is not int:
                 continue
-            record[2] = _closed(PAYLOAD, record[2])
+            parent = position - 1 if record[0] == PREVIOUS_PARENT else record[0]
+            record[2] = self._closed(PAYLOAD, record[2], position, parent, key)
             if len(record) == 6:
-                parent = position - 1 if record[0] == PREVIOUS_PARENT else record[0]
                 with_metadata.append((record, position, parent))
         return with_metadata
 
@@ -364,20 +359,19 @@ class ClosedSeal(ChatSeal):
     def keys_current_seal(self, *_args: object, **_kwargs: object) -> bytes:
         raise ConfigurationError("a store without encryption seals nothing")
 
+    def _closed(self, kind: bytes, value: object, position: int, parent: int, key: str) -> Any:
+        """A sealed value, left closed: empty of its kind (one in the clear is refused)."""
+        if type(value) is not bytes:
+            self._plaintext(kind, value, position, parent, key)  # raises: it is not sealed
+        if kind == PAYLOAD:
+            return dict(CLOSED_PAYLOAD)
+        if kind[:1] == b"s":
+            return {"content": "", "metadata": {}}
+        return {}
+
 
 #: A sealed message's payload as a store without keys shows it (:class:`ClosedSeal`).
 CLOSED_PAYLOAD: dict[str, Any] = {"role": "sealed", "content": ""}
-
-
-def _closed(kind: bytes, value: object) -> Any:
-    """A value as :class:`ClosedSeal` reads it: one in the clear as it is, a sealed one empty."""
-    if type(value) is not bytes:
-        return value
-    if kind == PAYLOAD:
-        return dict(CLOSED_PAYLOAD)
-    if kind[:1] == b"s":
-        return {"content": "", "metadata": {}}
-    return {}
 
 
 class _What(dict[bytes, str]):

@@ -6,25 +6,28 @@ once ``erase_user`` destroys the key, no copy of the export opens. What stays in
 what the chat itself keeps in the clear (ids, parents, times, token counts, branch and
 checkpoint names, usage counters).
 
-Which fields are sealed: the chat record's ``title`` and ``metadata``, a message's
-``message`` and ``metadata``, a summary's ``content`` and ``metadata`` (each in its JSON or
-its ``_msgpack`` form, exactly as a plain export writes it). They are packed together and
-sealed as one value, in base64 under the record's ``sealed``; the chat record's ``sealed`` also
-names what binds them: the namespace and the incarnation of the exported chat. The associated
-data is the chat's (:class:`~ctxstore._core.format.sealed.ChatSeal`: namespace, chat id,
-incarnation) with a kind of its own (``x`` then the record's kind, so no exported value opens
-as a stored one) and the message's place in the export (its position in write order and its
-parent's; a summary, its message's): a value moved to another record, another export or
+Which fields are sealed: the chat record's ``title``, ``metadata`` and ``counts`` (an export
+cut short must not pass for a whole one), a message's ``message`` and ``metadata``, a summary's
+``content`` and ``metadata`` (each in its JSON or its ``_msgpack`` form, exactly as a plain
+export writes it). They are packed together and sealed as one value, in base64 under the
+record's ``sealed``; the chat record's ``sealed`` also names what binds them: the namespace
+and the incarnation of the exported chat, and the export's own id. The associated data is the
+chat's (:class:`~ctxstore._core.format.sealed.ChatSeal`: namespace, chat id, incarnation with
+the export's id) with a kind of its own (``x`` then the record's kind, so no exported value
+opens as a stored one) and the message's place in the export (its position in write order and
+its parent's; a summary, its message's): a value moved to another record, another export or
 another chat does not open, and the import raises ``CorruptionError`` naming the record.
 
-An import opens it with the owner's keys of the importing store's namespace, so a sealed export
-is a backup of its namespace (the plain export moves a chat elsewhere).
+An import opens it with the owner's keys of the importing store's namespace, for that owner
+only, so a sealed export is a backup of its namespace and its user (the plain export moves a
+chat elsewhere, or to another user). A field in the clear beside the sealed value is refused.
 """
 
 from __future__ import annotations
 
 import base64
 import binascii
+import re
 from collections.abc import Mapping
 from typing import Any
 
@@ -37,7 +40,7 @@ from ctxstore.errors import CorruptionError, KeyUnavailableError, ValidationErro
 SEALED = "sealed"
 #: The fields sealed in each kind of record (either form of each value).
 SEALED_FIELDS: dict[str, tuple[str, ...]] = {
-    "chat": ("title", "metadata", "metadata_msgpack"),
+    "chat": ("title", "metadata", "metadata_msgpack", "counts"),
     "message": ("message", "message_msgpack", "metadata", "metadata_msgpack"),
     "summary": ("content", "metadata", "metadata_msgpack"),
 }
@@ -64,16 +67,33 @@ def seal_record(
     return out
 
 
+#: The fields of a sealed export's chat record ``sealed``.
+BINDING = ("namespace", "incarnation", "export", "values")
+
+
+def export_place(incarnation: str, export: str) -> str:
+    """What a sealed export's values are bound to beside the chat: its incarnation and the
+    export's id (random: a value moved from another export of the same chat does not open), as
+    one :class:`~ctxstore._core.format.sealed.ChatSeal` incarnation."""
+    return f"{incarnation}.{export}"
+
+
 def binding(record: Mapping[str, Any], where: str) -> tuple[str | None, str]:
-    """(namespace, incarnation) a sealed export's chat record names: what its values are
-    bound to."""
+    """(namespace, place) a sealed export's chat record names: what its values are bound to
+    (the place: the chat's incarnation and the export's id, as one
+    :class:`~ctxstore._core.format.sealed.ChatSeal` incarnation)."""
     bound = record.get(SEALED)
-    if not isinstance(bound, Mapping) or set(bound) != {"namespace", "incarnation", "values"}:
-        raise ValidationError(f"{where} sealed must name namespace, incarnation and values")
-    namespace, incarnation = bound["namespace"], bound["incarnation"]
-    if not (namespace is None or isinstance(namespace, str)) or not isinstance(incarnation, str):
-        raise ValidationError(f"{where} sealed names a namespace and an incarnation as text")
-    return namespace, incarnation
+    if not isinstance(bound, Mapping) or set(bound) != set(BINDING):
+        raise ValidationError(f"{where} sealed must name {', '.join(BINDING)}")
+    namespace, incarnation, export = bound["namespace"], bound["incarnation"], bound["export"]
+    if not (namespace is None or isinstance(namespace, str)) or not all(
+        isinstance(part, str) and _BASE32.fullmatch(part) for part in (incarnation, export)
+    ):
+        raise ValidationError(f"{where} sealed names its namespace, incarnation and export")
+    return namespace, export_place(incarnation, export)
+
+
+_BASE32 = re.compile(r"[a-z2-7]{1,64}")
 
 
 def opened_record(
@@ -89,6 +109,9 @@ def opened_record(
     does not open there is ``CorruptionError`` naming ``where``, one sealed with a key the
     owner's keys do not hold ``KeyUnavailableError`` (an erased user's, or another
     namespace's)."""
+    clear = sorted(set(record) & set(SEALED_FIELDS[str(record["type"])]))
+    if clear:
+        raise ValidationError(f"{where} holds {', '.join(clear)} in the clear, in a sealed export")
     if not isinstance(sealed, str):
         raise ValidationError(f"{where} sealed must be base64 text")
     try:

@@ -15,7 +15,7 @@ from typing import Any
 
 from ctxstore._core.format.codec import decode, encode
 from ctxstore._core.format.fields import corrupt
-from ctxstore._core.format.sealed import ChatSeal, ClosedSeal, summary_kind
+from ctxstore._core.format.sealed import ChatSeal, summary_kind
 from ctxstore.errors import ConfigurationError
 from ctxstore.models import StoredSummary
 
@@ -77,7 +77,7 @@ def parse_summary_member(
         or type(record.get("created_at")) is not int
     ):
         raise corrupt(key, field, "not a summary record")
-    if type(record["content"]) is bytes or (seal is not None and not isinstance(seal, ClosedSeal)):
+    if type(record["content"]) is bytes or seal is not None:
         record = _opened(record, key, position, seal)
     return {
         "message_id": record["message_id"],

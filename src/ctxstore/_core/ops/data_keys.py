@@ -219,7 +219,10 @@ def opened(
     for a store without encryption, else with the owner's keys (read once more when a value
     names a key they do not hold)."""
     if state.settings.encryption is None:
-        return decode(ClosedSeal() if state.show_closed else None)
+        if state.show_closed:
+            shown: R = yield from _shown_closed(state, chat_id, incarnation, decode)
+            return shown
+        return decode(None)
     user_id = yield from chat_owner(state, chat_id, owner)
     keys = yield from owner_keys(state, user_id)
     namespace = state.keyspace.namespace
@@ -250,6 +253,29 @@ def opened(
         ) from None
 
 
+def _shown_closed(
+    state: StoreState, chat_id: str, incarnation: str, decode: Callable[[ChatSeal | None], R]
+) -> Operation[R]:
+    """``decode`` for a store that shows a sealed chat closed (``StoreState.show_closed``):
+    with :class:`ClosedSeal` for a sealed chat (a value in the clear in it is refused), as it
+    is for one in the clear. Which one the chat is, the store remembers per incarnation (a
+    chat's hash read tells it; else one ``HGET``, the first time)."""
+    place = (chat_id, incarnation)
+    sealed = state.sealed_chats.get(place)
+    if sealed is None:
+        chat_key = state.keyspace.chat(chat_id).key("chat")
+        found = yield command_call(("HGET", chat_key, "fmt"), keys=(chat_key,))
+        sealed = found == SEALED_FORMAT.encode()
+        state.sealed_chats.put(place, sealed)
+    if sealed:
+        return decode(ClosedSeal())
+    try:
+        return decode(None)
+    except ConfigurationError:  # sealed (migrate --encrypt) since this store saw it in the clear
+        state.sealed_chats.put(place, True)
+        return decode(ClosedSeal())
+
+
 def opened_chat(
     state: StoreState,
     chat_id: str,
@@ -269,9 +295,13 @@ def opened_chat(
     if found != SEALED_FORMAT:
         if state.settings.encryption is not None and found in FORMATS_READ:
             raise plain_chat_error(key, chat_id)
+        if state.show_closed and found in FORMATS_READ and isinstance(fields.get("inc"), bytes):
+            state.sealed_chats.put((chat_id, fields["inc"].decode("ascii", "replace")), False)
         return build(chat_id, key, fields, None)  # a format not read here: build says which
     if state.settings.encryption is None:
         if state.show_closed:
+            incarnation = check_incarnation(fields.get("inc"), key)
+            state.sealed_chats.put((chat_id, incarnation), True)
             return build(chat_id, key, fields, HIDDEN)
         raise sealed_chat_error(chat_id)
     if not has_sealed_values(fields):

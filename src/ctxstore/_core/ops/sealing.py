@@ -12,13 +12,15 @@ incarnation, its ids, positions, branches, checkpoints, token entries and expiry
    (records for their position and parent, summaries for the message they cover, pieces for
    their stream and write, the title and metadata values for the chat), under the owner's
    data key (made now if the owner has none), and added to *staging keys* beside the chat's
-   (``lua/seal_stage.lua``: bounded chunks, expiring on their own).
-3. ``lua/seal_publish.lua`` renames them into place and seals the chat hash's values, in one
-   script of constant work, if nothing changed since the read: records, summaries and entries
-   only grow, and change in place only by a redaction, which moves the chat's ``rgen``, so the
-   counts, the stream's last entry and ``rgen`` say the copy is whole; the title and metadata
-   values are compared one by one. A chat written meanwhile is read and sealed again (a few
-   times); one with an answer being streamed into it is left for the next run.
+   (``lua/seal_stage.lua``: one kind of value a call, bounded, expiring on their own; the
+   title and metadata values staged as read and as sealed).
+3. ``lua/seal_publish.lua`` renames them into place and seals the chat hash's values, if
+   nothing changed since the read: records, summaries and entries only grow, and change in
+   place only by a redaction, which moves the chat's ``rgen``, so the counts, the stream's
+   last entry and ``rgen`` say the copy is whole; the title and metadata values are compared
+   with the staged ones. A chat written meanwhile is read and sealed again (a few times); one
+   with an answer being streamed into it is left for the next run, refused before its owner
+   gets a data key.
 
 Readers see the chat in the clear until the publish, sealed after it; never a mix. A failure on
 the way removes the staging keys (if the process dies, they expire).
@@ -51,10 +53,12 @@ from ctxstore.errors import ChatNotFoundError, ConflictError, CtxStoreError
 
 #: How many times a chat written while it was being sealed is read and sealed again.
 ATTEMPTS = 5
-#: Summaries, and answer-stream entries, per staging chunk (each entry is at most six
-#: arguments: a chunk stays far below the 3,999 a command may carry).
+#: Summaries, answer-stream entries or chat values per staging call, one kind a call (an
+#: entry is at most six arguments, a value three: a call stays below the 3,999 a command may
+#: carry).
 CHUNK_ITEMS = 500
-#: The keys whose values are sealed, staged under these names.
+#: The keys whose values are sealed, staged under these names (and the chat hash's title and
+#: metadata values, staged under "chat" and put in place by the publish).
 STAGED = ("log", "summary", "stream")
 #: What a publish says of a chat sealed already.
 CURRENT = "current"
@@ -63,13 +67,16 @@ CURRENT = "current"
 @dataclass
 class _Snapshot:
     """What one read found of a chat in the clear: its hash, how many records its log held,
-    the first of them, its summaries (member, score) and its stream entries (id, fields)."""
+    the first of them, its summaries (member, score), its stream entries (id, fields) and its
+    streams' records."""
 
     fields: dict[str, Any]
     length: int
     records: list[bytes]
     summaries: list[tuple[bytes, float]]
     entries: list[tuple[str, list[Any]]]
+    #: The answer streams' records (stream id -> record).
+    streams: dict[str, Any]
 
     @property
     def last_entry(self) -> str:
@@ -104,20 +111,39 @@ def _seal_once(state: StoreState, chat_id: str) -> Operation[bool]:
         raise chat_format_error(fmt, chat_id=chat_id)
     owner = _field(found.fields, "user_id", chat_key)
     incarnation = _field(found.fields, "inc", chat_key)
+    streaming = _live_stream(found.streams, state.clock())
+    if streaming is not None:  # refused now, before a data key is made for it
+        raise ConflictError(
+            f"chat {chat_id!r} has an answer being streamed into it: nothing was sealed; run "
+            "migrate --encrypt again",
+            reason="streaming",
+            stream=streaming,
+            chat_id=chat_id,
+        )
     keys = yield from owner_keys(state, owner)
     if keys.current is None:
         keys = yield from owner_keys(state, owner, create=True)
     namespace = state.keyspace.namespace
     seal = ChatSeal(keys, namespace, chat_id, incarnation)
     token = new_incarnation()
-    staged = tuple(chat.staging(token, name) for name in STAGED)
+    staged = tuple(chat.staging(token, name) for name in (*STAGED, "chat"))
     try:
         yield from _stage(state, chat, staged, found, seal)
-        reply: str = yield _publish_call(state, chat, staged, found, seal, incarnation)
+        reply: str = yield _publish_call(state, chat, staged, found, incarnation)
     except CtxStoreError:
         yield command_call(("DEL", *staged), keys=staged, writes=True)
         raise
     return reply != CURRENT
+
+
+def _live_stream(streams: dict[str, Any], now: int) -> str | None:
+    """The id of an answer stream being written now (its record live, its deadline ahead), if
+    any; a record that does not parse is left for the publish to refuse."""
+    for stream_id, raw in streams.items():
+        parts = text(raw).split("\t")
+        if len(parts) >= 4 and parts[2] == "live" and parts[3].isdigit() and int(parts[3]) >= now:
+            return stream_id
+    return None
 
 
 def _field(fields: dict[str, Any], name: str, key: str) -> str:
@@ -131,14 +157,16 @@ def _read(chat: ChatKeys) -> Operation[_Snapshot]:
     """The chat hash first, then everything whose count the publish checks (a write after
     the hash was read moves a count, ``rgen`` or a value it compares)."""
     chat_key, log, summary, stream = (chat.key(name) for name in ("chat", *STAGED))
+    stream_state = chat.key("stream_state")
     calls: tuple[Call[Any], ...] = (
         command_call(("HGETALL", chat_key), keys=(chat_key,)),
         command_call(("LLEN", log), keys=(log,)),
         command_call(("ZRANGE", summary, 0, -1, "WITHSCORES"), keys=(summary,)),
         command_call(("XRANGE", stream, "-", "+"), keys=(stream,)),
         command_call(("LRANGE", log, 0, CHUNK_RECORDS - 1), keys=(log,)),
+        command_call(("HGETALL", stream_state), keys=(stream_state,)),
     )
-    fields, length, summaries, entries, first = yield calls
+    fields, length, summaries, entries, first, streams = yield calls
     scored = list(summaries or ())
     if scored and not isinstance(scored[0], tuple | list):  # a flat reply: member, score, ...
         scored = list(zip(scored[::2], scored[1::2], strict=True))
@@ -148,6 +176,7 @@ def _read(chat: ChatKeys) -> Operation[_Snapshot]:
         list(first or ())[: int(length)],
         [(bytes(member), float(score)) for member, score in scored],
         [(text(entry_id), _flat(values)) for entry_id, values in entries or ()],
+        pairs(streams or {}, stream_state),
     )
 
 
@@ -192,45 +221,94 @@ def _stage(
             size += len(sealed)
             position += 1
             if size >= CHUNK_BYTES:
-                stored = yield _stage_call(script, staged, stored, chunk, (), (), context)
+                stored = yield _stage_call(
+                    script, staged, stored, f"{len(chunk)}\t0\t0\t0", chunk, context
+                )
                 chunk, size = [], 0
         if chunk:
-            stored = yield _stage_call(script, staged, stored, chunk, (), (), context)
+            stored = yield _stage_call(
+                script, staged, stored, f"{len(chunk)}\t0\t0\t0", chunk, context
+            )
         records = []
     summary_key = chat.key("summary")
-    members = [
-        (score, _sealed_summary(member, int(score), seal, summary_key))
-        for member, score in found.summaries
-    ]
-    entries = _sealed_entries(found.entries, state, chat, seal)
-    for start in range(0, max(len(members), len(entries)), CHUNK_ITEMS):
-        yield _stage_call(
-            script,
-            staged,
-            stored,
-            (),
-            members[start : start + CHUNK_ITEMS],
-            entries[start : start + CHUNK_ITEMS],
-            context,
-        )
+    members: list[Arg] = []
+    for member, score in found.summaries:
+        members += [int(score), _sealed_summary(member, int(score), seal, summary_key)]
+    entries: list[Arg] = []
+    for entry_id, values in _sealed_entries(found.entries, state, chat, seal):
+        entries += [entry_id, len(values) // 2, *values]
+    chat_values = _sealed_values(found, seal, chat.key("chat"))
+    # Each kind in calls of its own, CHUNK_ITEMS items a call: at most 3,000 arguments.
+    for counts, items, width in (
+        ((0, 1, 0, 0), members, 2),
+        ((0, 0, 1, 0), entries, 0),
+        ((0, 0, 0, 1), chat_values, 3),
+    ):
+        for chunk in _items_in_chunks(items, width):
+            count = len(chunk) // width if width else _entry_count(chunk)
+            shape = "\t".join(str(count * part) for part in counts)
+            yield _stage_call(script, staged, stored, shape, chunk, context)
+
+
+def _items_in_chunks(items: list[Arg], width: int) -> list[list[Arg]]:
+    """``items`` in chunks of :data:`CHUNK_ITEMS` items, each ``width`` arguments (0: stream
+    entries, each ``id, n`` and ``n`` field, value pairs)."""
+    if width:
+        step = CHUNK_ITEMS * width
+        return [items[start : start + step] for start in range(0, len(items), step)]
+    chunks: list[list[Arg]] = []
+    at = 0
+    while at < len(items):
+        chunk: list[Arg] = []
+        for _ in range(CHUNK_ITEMS):
+            if at >= len(items):
+                break
+            size = 2 + 2 * int(items[at + 1])
+            chunk += items[at : at + size]
+            at += size
+        chunks.append(chunk)
+    return chunks
+
+
+def _entry_count(chunk: list[Arg]) -> int:
+    count, at = 0, 0
+    while at < len(chunk):
+        at += 2 + 2 * int(chunk[at + 1])
+        count += 1
+    return count
 
 
 def _stage_call(
     script: Any,
     staged: tuple[str, ...],
     first: int,
-    records: Sequence[Arg],
-    summaries: Sequence[tuple[float, bytes]],
-    entries: Sequence[tuple[str, list[Arg]]],
+    counts: str,
+    items: Sequence[Arg],
     context: dict[str, Any],
 ) -> Call[int]:
-    args: list[Arg] = [first, STAGING_TTL_MS, f"{len(records)}\t{len(summaries)}\t{len(entries)}"]
-    args += records
-    for score, member in summaries:
-        args += [int(score), member]
-    for entry_id, values in entries:
-        args += [entry_id, len(values) // 2, *values]
-    return script_call(script, staged, args, parse=int, context=context, writes=True)
+    return script_call(
+        script,
+        staged,
+        [first, STAGING_TTL_MS, counts, *items],
+        parse=int,
+        context=context,
+        writes=True,
+    )
+
+
+def _sealed_values(found: _Snapshot, seal: ChatSeal, chat_key: str) -> list[Arg]:
+    """The chat hash's title and metadata values: field, value as read, value sealed."""
+    values: list[Arg] = []
+    title = found.fields.get("title")
+    if title is not None:
+        read = field_text(title, chat_key, "title")
+        values += ["title", read, seal.seal_title(read)]
+    for name, value in found.fields.items():
+        if name.startswith("m:"):
+            raw = bytes(value)
+            decode(raw, key=chat_key, field=name)  # a value that is no msgpack is not sealed
+            values += [name, raw, seal.seal_metadata(name[2:], raw)]
+    return values
 
 
 def _sealed_record(raw: bytes, position: int, seal: ChatSeal, key: str) -> bytes:
@@ -305,30 +383,19 @@ def _publish_call(
     chat: ChatKeys,
     staged: tuple[str, ...],
     found: _Snapshot,
-    seal: ChatSeal,
     incarnation: str,
 ) -> Call[str]:
-    chat_key = chat.key("chat")
     rgen = text(found.fields.get("rgen", b"0"))
-    read = f"{found.length}\t{rgen}\t{len(found.summaries)}\t{len(found.entries)}\t"
-    title = found.fields.get("title")
-    args: list[Arg] = [
-        incarnation,
-        read + found.last_entry,
-        state.clock(),
-        "" if title is None else "=" + field_text(title, chat_key, "title"),
-        "" if title is None else seal.seal_title(field_text(title, chat_key, "title")),
-    ]
-    for name, value in found.fields.items():
-        if name.startswith("m:"):
-            raw = bytes(value)
-            decode(raw, key=chat_key, field=name)  # a value that is no msgpack is not sealed
-            args += [name, raw, seal.seal_metadata(name[2:], raw)]
+    values = sum(1 for name in found.fields if name == "title" or name.startswith("m:"))
+    read = (
+        f"{found.length}\t{rgen}\t{len(found.summaries)}\t{len(found.entries)}\t"
+        f"{found.last_entry}\t{values}"
+    )
     keys = (*(chat.key(name) for name in ("chat", *STAGED, "stream_state")), *staged)
     return script_call(
         load_script("seal_publish"),
         keys,
-        args,
+        (incarnation, read, state.clock()),
         parse=text,
         context=chat_context(chat.chat_id),
         writes=lambda reply: reply != CURRENT,

@@ -30,15 +30,23 @@ from ctxstore._core.format.sealed_exports import (
     CHAT_KIND,
     MESSAGE_KIND,
     SEALED,
+    export_place,
     seal_record,
     summary_record_kind,
 )
 from ctxstore._core.format.summaries import parse_summary_member
 from ctxstore._core.format.tokens import TOK_WIDTH, entry_at
 from ctxstore._core.format.versions import SEALED_FORMAT
+from ctxstore._core.ids import new_incarnation
 from ctxstore._core.keys import ChatKeys
 from ctxstore._core.ops.chats import chat_context, keys_for, scope_args
-from ctxstore._core.ops.data_keys import opened, opened_chat, owner_keys, provider_of
+from ctxstore._core.ops.data_keys import (
+    made_keys,
+    opened,
+    opened_chat,
+    owner_keys,
+    provider_of,
+)
 from ctxstore._core.ops.owner_records import owned_chat_ids
 from ctxstore._core.protocol import Operation, command_call, script_call
 from ctxstore._core.scripts import load_script
@@ -98,9 +106,10 @@ def export_snapshot(
     """The records of the chat ``snapshot`` was read from, its messages read in chunks (with
     ``sealed``, each record's text sealed for its place in the export)."""
     seal: ChatSeal | None = None
+    export = new_incarnation()
     if sealed:
-        seal = yield Run(_export_seal(state, keys.chat_id, snapshot))
-    yield Emit(snapshot.chat if seal is None else _sealed_chat(state, seal, snapshot))
+        seal = yield Run(_export_seal(state, keys.chat_id, snapshot, export))
+    yield Emit(snapshot.chat if seal is None else _sealed_chat(state, seal, snapshot, export))
     ids: list[str] = []
     totals: list[int] = []
     positions: dict[str, int] = {}
@@ -131,22 +140,29 @@ def _sealed_message(
     )
 
 
-def _export_seal(state: StoreState, chat_id: str, snapshot: Snapshot) -> Operation[ChatSeal]:
-    """What seals a sealed export: the owner's current data key, bound to the chat."""
+def _export_seal(
+    state: StoreState, chat_id: str, snapshot: Snapshot, export: str
+) -> Operation[ChatSeal]:
+    """What seals a sealed export: the owner's current data key, bound to the chat and to
+    this export."""
     owner = str(snapshot.chat["user_id"])
     keys = yield from owner_keys(state, owner)
     if keys.current is None:  # a sealed chat whose owner's key is not made yet
-        keys = yield from owner_keys(state, owner, create=True)
-    return ChatSeal(keys, state.keyspace.namespace, chat_id, snapshot.incarnation)
+        keys = yield from made_keys(state, chat_id, owner, owner)
+    place = export_place(snapshot.incarnation, export)
+    return ChatSeal(keys, state.keyspace.namespace, chat_id, place)
 
 
-def _sealed_chat(state: StoreState, seal: ChatSeal, snapshot: Snapshot) -> dict[str, Any]:
-    """The chat record of a sealed export: its title and metadata sealed, and what binds every
-    sealed value of the export."""
+def _sealed_chat(
+    state: StoreState, seal: ChatSeal, snapshot: Snapshot, export: str
+) -> dict[str, Any]:
+    """The chat record of a sealed export: its title, metadata and counts sealed, and what
+    binds every sealed value of the export."""
     record = seal_record(seal, dict(snapshot.chat), CHAT_KIND, 0, 0)
     record[SEALED] = {
         "namespace": state.keyspace.namespace,
         "incarnation": snapshot.incarnation,
+        "export": export,
         "values": record[SEALED],
     }
     return record

@@ -324,6 +324,11 @@ class ChatImport:
         provider_of(self._state)
         source_chat = check_key_id(record.get("id"), f"{where} id")
         owner = check_key_id(record.get("user_id"), f"{where} user_id")
+        if self._user_id is not None and self._user_id != owner:
+            raise ValidationError(
+                f"{where}: a sealed export imports for its owner only (import its plain export "
+                "to give a chat to another user); nothing was imported"
+            )
         namespace, incarnation = binding(record, where)
         keys = yield from owner_keys(self._state, owner)
         self._opener = ChatSeal(keys, namespace, source_chat, incarnation)
