@@ -84,7 +84,7 @@ def test_migrate_encrypt_seals_the_chats_in_the_clear(
     namespace = f"n{uuid.uuid4().hex[:8]}"
     keys = tmp_path / "keys"
     LocalKeyProvider(keys)  # an empty directory gets its first key-encryption key
-    with ctxstore.connect(memory_url, namespace=namespace) as plain:
+    with ctxstore.connect(memory_url, namespace=namespace, encryption=None) as plain:
         plain.admin().open_chat("c1", "alice")
         plain.admin().append(
             "c1", None, [{"role": "user", "content": "clear words"}], expected_head=None

@@ -87,7 +87,7 @@ def test_a_sealed_chat_takes_sealed_writes_after_its_migration(sealed: Any, plai
 
 def write_between(backend: str, namespace: str, what: str, late: str) -> None:
     """A write of ``what`` to chat c1 by a process without encryption."""
-    with ctxstore.connect(backend, namespace=namespace) as opened:
+    with ctxstore.connect(backend, namespace=namespace, encryption=None) as opened:
         writer = opened.for_user("alice")
         if what == "append":
             head = writer.load_branch("c1").messages[-1]["id"]
@@ -248,7 +248,7 @@ def test_a_chunk_or_a_publish_resent_after_its_reply_was_lost_is_applied_once(
         client.script_load(load_script(name).source)
     with ReplyDroppingProxy("127.0.0.1", redis_server.port) as proxy:
         url = f"redis://127.0.0.1:{proxy.port}/0"
-        plain = ctxstore.connect(url, namespace=namespace).admin()
+        plain = ctxstore.connect(url, namespace=namespace, encryption=None).admin()
         sealed = ctxstore.connect(url, namespace=namespace, encryption=provider).admin()
         for chat_id, lost in (("c1", "seal_stage"), ("c2", "seal_publish")):
             fill(plain, chat_id=chat_id)
@@ -274,7 +274,7 @@ def test_a_chat_at_the_bounds_is_sealed_within_every_commands_arguments(
     monkeypatch.setattr(protocol, "CHECK_ARGUMENTS", True)
     limits = ctxstore.Limits(max_metadata_keys=1_900, max_metadata_bytes=1 << 20)
     options: dict[str, Any] = {"namespace": namespace, "limits": limits, "estimate_tokens": len}
-    with ctxstore.connect(backend, **options) as opened:
+    with ctxstore.connect(backend, encryption=None, **options) as opened:
         plain = opened.admin()
         plain.open_chat("c1", "alice", metadata={f"k{n}": marker() for n in range(1_900)})
         ids = plain.append(

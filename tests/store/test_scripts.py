@@ -258,7 +258,7 @@ def test_callers_pass_exactly_the_declared_keys(
     recorded_calls: list[protocol.Call[Any]], namespace: str
 ) -> None:
     url = f"memory://{namespace}"  # one embedded server for both stores
-    store = ctxstore.connect(url, namespace=namespace).admin()
+    store = ctxstore.connect(url, namespace=namespace, encryption=None).admin()  # in the clear
     exercise_every_operation(store)
     sealed = ctxstore.connect(  # the scripts of a store with encryption: its users' data keys
         url, namespace=namespace, encryption=LocalKeyProvider.from_keys(

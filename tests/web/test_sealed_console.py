@@ -35,7 +35,7 @@ def marks(sealed_url: str, namespace: str, provider: LocalKeyProvider) -> list[s
     """A sealed chat c1 (see ``fill``) and a chat in the clear, p1, in the namespace."""
     with ctxstore.connect(sealed_url, namespace=namespace, encryption=provider) as store:
         found, _ids = fill(store.admin())
-    with ctxstore.connect(sealed_url, namespace=namespace) as plain:
+    with ctxstore.connect(sealed_url, namespace=namespace, encryption=None) as plain:
         plain.admin().open_chat("p1", "bob")
         plain.admin().append(
             "p1", None, [{"role": "user", "content": "words in the clear"}], expected_head=None
@@ -76,7 +76,7 @@ def test_with_the_keys_a_sealed_chat_shows_as_any(
 def test_without_the_keys_a_sealed_chat_shows_its_graph_not_its_text(
     sealed_url: str, namespace: str, marks: list[str], passed: str
 ) -> None:
-    store = ctxstore.connect(sealed_url, namespace=namespace)
+    store = ctxstore.connect(sealed_url, namespace=namespace, encryption=None)
     console = ctxstore.web.app(sealed_url if passed == "url" else store, namespaces=[namespace])
     with TestClient(console) as client:
         seen = pages(client, namespace)
