@@ -26,6 +26,7 @@ from ctxstore._core.scripts import (
     script_dir,
 )
 from ctxstore.crypto import LocalKeyProvider
+from ctxstore.integrations.langgraph.layout import KEY_NAMES as THREAD_KEY_NAMES
 
 SCRIPTS = entry_script_names()
 LIBRARY_DIR = script_dir() / LIBRARY_FOLDER
@@ -254,6 +255,25 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
     store.delete_chat("c1")
 
 
+def exercise_the_langgraph_saver(store: Any) -> None:
+    """Every script of the LangGraph saver, on thread t1."""
+    from langgraph.checkpoint.base import empty_checkpoint
+
+    from ctxstore.integrations.langgraph import CtxStoreSaver
+
+    saver = CtxStoreSaver(store)
+    config = {"configurable": {"thread_id": "t1", "checkpoint_ns": ""}}
+    first = empty_checkpoint()
+    first["channel_values"], first["channel_versions"] = {"a": 1}, {"a": "1"}
+    stored = saver.put(config, first, {"step": 0}, {"a": "1"})
+    saver.put_writes(stored, [("a", 2)], "task")
+    saver.put(stored, empty_checkpoint(), {"step": 1}, {})
+    assert saver.get_tuple(config) is not None
+    assert list(saver.list(config, limit=1))
+    assert saver.get_delta_channel_history(config=config, channels=["a"])["a"]["seed"] == 1
+    saver.delete_thread("t1")
+
+
 def test_callers_pass_exactly_the_declared_keys(
     recorded_calls: list[protocol.Call[Any]], namespace: str
 ) -> None:
@@ -272,6 +292,7 @@ def test_callers_pass_exactly_the_declared_keys(
     store.open_chat("c1", "alice")  # a chat in the clear, sealed by the migration
     store.append("c1", None, [{"role": "user", "content": "x"}], expected_head=None)
     assert sealed.migrate(encrypt=True).sealed == 1
+    exercise_the_langgraph_saver(store)
     seen = set()
     for call in recorded_calls:
         if call.script is None:
@@ -298,6 +319,8 @@ def test_callers_pass_exactly_the_declared_keys(
                 assert re.fullmatch(rf"ctx:{namespace}:owned:\{{[^{{}}]+\}}", key), key
             elif name == "dkey":
                 assert key == f"ctx:{namespace}:dkey:{{alice}}", key
+            elif name in THREAD_KEY_NAMES:
+                assert key == f"ctx:{namespace}:lg:{{t1}}:{THREAD_KEY_NAMES[name]}", key
             else:
                 assert name in ("index", "all_chats", "user_chats"), call.script.name
                 assert ":idx:" in key, (call.script.name, key)

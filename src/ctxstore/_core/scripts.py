@@ -45,6 +45,7 @@ LIBRARY: tuple[str, ...] = (
     "retention",
     "streams",
     "jobs",
+    "threads",
 )
 
 #: Set (to anything but "" or "0") to load every script with a check, on each command it runs,

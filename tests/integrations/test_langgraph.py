@@ -1,0 +1,145 @@
+"""The LangGraph savers: LangGraph's conformance suite (``langgraph-checkpoint-conformance``)
+against ``AsyncCtxStoreSaver`` and, through async methods that call the sync ones, against
+``CtxStoreSaver``, on every backend; each operation's round trips counted; a late write after
+``delete_thread`` refused; a thread id that could leave its hash tag refused."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Sequence
+from typing import Any
+
+import pytest
+from langgraph.checkpoint.base import empty_checkpoint
+from langgraph.checkpoint.conformance import checkpointer_test, validate
+from langgraph.checkpoint.conformance.capabilities import BASE_CAPABILITIES
+
+import ctxstore
+from ctxstore.errors import ConflictError, ValidationError
+from ctxstore.integrations.langgraph import AsyncCtxStoreSaver, CtxStoreSaver
+from tests.support.wire import trace_wire
+
+
+class SyncSaverOverAsync(CtxStoreSaver):
+    """The sync saver, behind the async methods the conformance suite calls."""
+
+    async def aput(self, *args: Any, **kwargs: Any) -> Any:
+        return self.put(*args, **kwargs)
+
+    async def aput_writes(self, *args: Any, **kwargs: Any) -> Any:
+        return self.put_writes(*args, **kwargs)
+
+    async def aget_tuple(self, *args: Any, **kwargs: Any) -> Any:
+        return self.get_tuple(*args, **kwargs)
+
+    async def alist(self, *args: Any, **kwargs: Any) -> AsyncIterator[Any]:
+        for item in self.list(*args, **kwargs):
+            yield item
+
+    async def adelete_thread(self, *args: Any, **kwargs: Any) -> Any:
+        return self.delete_thread(*args, **kwargs)
+
+
+def conformance(backend: str, kind: str) -> Any:
+    """The conformance report of the ``kind`` saver ("async" or "sync") on ``backend``."""
+
+    async def make() -> AsyncIterator[Any]:
+        namespace = f"lg{uuid.uuid4().hex[:10]}"
+        if kind == "async":
+            store = ctxstore.connect_async(backend, namespace=namespace)
+            yield AsyncCtxStoreSaver(store)
+            await store.close()
+        else:
+            with ctxstore.connect(backend, namespace=namespace) as sync_store:
+                yield SyncSaverOverAsync(sync_store)
+
+    registered = checkpointer_test(name=f"ctxstore-{kind}")(make)
+    return asyncio.run(validate(registered))
+
+
+@pytest.mark.parametrize("kind", ["async", "sync"])
+def test_the_conformance_suite_passes(backend: str, kind: str) -> None:
+    report = conformance(backend, kind)
+    failed = {
+        name: list(result.failures)
+        for name, result in report.results.items()
+        if result.detected and not result.passed
+    }
+    assert not failed, failed
+    detected = {name for name, result in report.results.items() if result.detected}
+    assert {capability.value for capability in BASE_CAPABILITIES} <= detected
+
+
+def checkpoint(values: dict[str, Any], versions: dict[str, str]) -> Any:
+    made = empty_checkpoint()
+    made["channel_values"], made["channel_versions"] = values, versions
+    return made
+
+
+def config(thread_id: str, checkpoint_id: str | None = None) -> Any:
+    configurable: dict[str, Any] = {"thread_id": thread_id, "checkpoint_ns": ""}
+    if checkpoint_id is not None:
+        configurable["checkpoint_id"] = checkpoint_id
+    return {"configurable": configurable}
+
+
+@pytest.fixture
+def saver(backend: str, namespace: str) -> Any:
+    with ctxstore.connect(backend, namespace=namespace) as store:
+        yield CtxStoreSaver(store)
+
+
+def test_each_operation_is_one_round_trip(saver: Any, backend: str) -> None:
+    thread = config("t1")
+    stored = saver.put(thread, checkpoint({"a": 1}, {"a": "1"}), {"step": 0}, {"a": "1"})
+    for step in range(1, 12):  # a delta channel: a new version each step, no value stored
+        saver.put_writes(stored, [("a", step)], f"task{step}")
+        version = {"a": str(step + 1)}
+        stored = saver.put(stored, checkpoint({}, version), {"step": step}, version)
+    calls: dict[str, Any] = {
+        "put": lambda: saver.put(stored, checkpoint({}, {"a": "12"}), {"step": 12}, {}),
+        "put_writes": lambda: saver.put_writes(stored, [("a", 12)], "task12"),
+        "get_tuple": lambda: saver.get_tuple(thread),
+        "get_tuple by id": lambda: saver.get_tuple(stored),
+        "history": lambda: saver.get_delta_channel_history(config=thread, channels=["a"]),
+        "list(limit=10)": lambda: list(saver.list(thread, limit=10)),
+    }
+    most = 2 if "cluster" in backend else 1  # the thread's node, and the index's beside it
+    for name, call in calls.items():
+        call()  # the scripts are loaded once per server
+        with trace_wire() as wire:
+            call()
+        assert wire.round_trips <= (most if name == "put" else 1), name
+    history = saver.get_delta_channel_history(config=stored, channels=["a"])["a"]
+    assert history["seed"] == 1  # the first checkpoint's value, its writes and all later ones
+    assert [write[2] for write in history["writes"]] == list(range(1, 12))
+
+
+def test_a_late_write_never_brings_a_deleted_thread_back(saver: Any) -> None:
+    first = saver.put(config("t1"), checkpoint({"a": 1}, {"a": "1"}), {"step": 0}, {"a": "1"})
+    saver.delete_thread("t1")
+    with pytest.raises(ConflictError, match="parent"):
+        saver.put(first, checkpoint({}, {"a": "1"}), {"step": 1}, {})
+    assert saver.get_tuple(config("t1")) is None
+    again = saver.put(config("t1"), checkpoint({"b": 2}, {"b": "1"}), {"step": 0}, {"b": "1"})
+    found = saver.get_tuple(again)
+    assert found.checkpoint["channel_values"] == {"b": 2}
+    assert found.parent_config is None
+
+
+@pytest.mark.parametrize("thread_id", ["a}b", "a{b", "", "x" * 1000])
+def test_a_thread_id_that_could_leave_its_hash_tag_is_refused(saver: Any, thread_id: str) -> None:
+    with pytest.raises(ValidationError):
+        saver.put(config(thread_id), checkpoint({}, {}), {}, {})
+
+
+def test_a_separator_in_a_channel_or_namespace_is_refused(saver: Any) -> None:
+    bad: Sequence[Any] = [
+        ({"configurable": {"thread_id": "t1", "checkpoint_ns": "a\x1fb"}}, {}),
+        (config("t1"), {"a\x1fb": "1"}),
+    ]
+    for where, versions in bad:
+        with pytest.raises(ValidationError, match="x1d-"):
+            saver.put(where, checkpoint({}, versions), {}, versions)
+    assert saver.get_tuple(config("t1")) is None
