@@ -58,3 +58,42 @@ local function checkpoint_reply(keys, ns, id)
   end
   return {ns, id, record, blobs, writes}
 end
+
+-- Removes the checkpoints `fields` ("<ns>\31<id>") of a thread, their writes, and every blob no
+-- checkpoint left names; returns how many checkpoints went. `keys`: lg_cp, lg_order, lg_ids,
+-- lg_blob, lg_writes, lg_values.
+local function drop_checkpoints(keys, fields)
+  local dropped = 0
+  for _, field in ipairs(fields) do
+    if redis.call('HDEL', keys[1], field) == 1 then
+      dropped = dropped + 1
+    end
+    redis.call('ZREM', keys[2], field)
+    local at = string.find(field, US, 1, true)
+    redis.call('ZREM', keys[3], string.sub(field, at + 1) .. US .. string.sub(field, 1, at - 1))
+    local low, high = prefix_range(field)
+    for _, member in ipairs(redis.call('ZRANGEBYLEX', keys[5], low, high)) do
+      redis.call('ZREM', keys[5], member)
+      redis.call('HDEL', keys[6], member)
+    end
+  end
+  if dropped == 0 then
+    return 0
+  end
+  local named = {}
+  local flat = redis.call('HGETALL', keys[1])
+  for i = 1, #flat, 2 do
+    local at = string.find(flat[i], US, 1, true)
+    local ns = string.sub(flat[i], 1, at - 1)
+    local _, _, versions = checkpoint_header(keys[1], flat[i], flat[i + 1])
+    for channel, version in pairs(versions) do
+      named[ns .. US .. channel .. US .. version] = true
+    end
+  end
+  for _, field in ipairs(redis.call('HKEYS', keys[4])) do
+    if not named[field] then
+      redis.call('HDEL', keys[4], field)
+    end
+  end
+  return dropped
+end

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from langgraph.checkpoint.base import empty_checkpoint
 from langgraph.checkpoint.conformance import checkpointer_test, validate
-from langgraph.checkpoint.conformance.capabilities import BASE_CAPABILITIES
+from langgraph.checkpoint.conformance.capabilities import ALL_CAPABILITIES
 
 import ctxstore
 from ctxstore.errors import ConflictError, ValidationError
@@ -39,6 +39,15 @@ class SyncSaverOverAsync(CtxStoreSaver):
 
     async def adelete_thread(self, *args: Any, **kwargs: Any) -> Any:
         return self.delete_thread(*args, **kwargs)
+
+    async def adelete_for_runs(self, *args: Any, **kwargs: Any) -> Any:
+        return self.delete_for_runs(*args, **kwargs)
+
+    async def acopy_thread(self, *args: Any, **kwargs: Any) -> Any:
+        return self.copy_thread(*args, **kwargs)
+
+    async def aprune(self, *args: Any, **kwargs: Any) -> Any:
+        return self.prune(*args, **kwargs)
 
 
 def conformance(backend: str, kind: str) -> Any:
@@ -68,7 +77,7 @@ def test_the_conformance_suite_passes(backend: str, kind: str) -> None:
     }
     assert not failed, failed
     detected = {name for name, result in report.results.items() if result.detected}
-    assert {capability.value for capability in BASE_CAPABILITIES} <= detected
+    assert detected == {capability.value for capability in ALL_CAPABILITIES}
 
 
 def checkpoint(values: dict[str, Any], versions: dict[str, str]) -> Any:
@@ -143,3 +152,53 @@ def test_a_separator_in_a_channel_or_namespace_is_refused(saver: Any) -> None:
         with pytest.raises(ValidationError, match="x1d-"):
             saver.put(where, checkpoint({}, versions), {}, versions)
     assert saver.get_tuple(config("t1")) is None
+
+
+def test_prune_keeps_the_ancestors_a_delta_channel_needs(saver: Any) -> None:
+    """keep_latest on a thread whose channel is a delta one (no value stored after the first
+    checkpoint): the latest is kept with every ancestor back to the value, so its history
+    still rebuilds; a channel with a value at the latest needs nothing more."""
+    stored = saver.put(config("t1"), checkpoint({"a": 1}, {"a": "1"}), {"step": 0}, {"a": "1"})
+    first = stored
+    for step in range(1, 4):
+        saver.put_writes(stored, [("a", step)], f"task{step}")
+        version = {"a": str(step + 1)}
+        stored = saver.put(stored, checkpoint({}, version), {"step": step}, version)
+    before = saver.get_delta_channel_history(config=stored, channels=["a"])
+    saver.prune(["t1"])
+    assert saver.get_delta_channel_history(config=stored, channels=["a"]) == before
+    assert saver.get_tuple(first) is not None
+    saver.put(stored, checkpoint({"a": 9}, {"a": "9"}), {"step": 4}, {"a": "9"})
+    saver.prune(["t1"])
+    assert len(list(saver.list(config("t1")))) == 1  # its value is there: nothing else needed
+    with pytest.raises(ValidationError, match="strategy"):
+        saver.prune(["t1"], strategy="everything")
+
+
+def test_an_active_thread_keeps_every_message_under_its_ttl(
+    server_backend: str, namespace: str
+) -> None:
+    """A thread of a store with a 2-second retention, written every second for 6 seconds: no
+    ancestor expires while the thread is active (every write re-arms every key of it); after
+    it stops, the whole thread goes."""
+    import time
+
+    from langgraph.graph import START, MessagesState, StateGraph
+
+    def reply(state: MessagesState) -> dict[str, Any]:
+        return {"messages": [("ai", f"re: {state['messages'][-1].content}")]}
+
+    builder = StateGraph(MessagesState)
+    builder.add_node("reply", reply)
+    builder.add_edge(START, "reply")
+    with ctxstore.connect(server_backend, namespace=namespace, ttl=2) as store:
+        graph = builder.compile(checkpointer=CtxStoreSaver(store))
+        thread = {"configurable": {"thread_id": "t1"}}
+        for turn in range(6):
+            graph.invoke({"messages": [("user", f"turn {turn}")]}, thread)
+            time.sleep(1)
+        messages = graph.get_state(thread).values["messages"]
+        assert len(messages) == 12
+        assert len(list(graph.get_state_history(thread))) == 6 * 3  # input, start, reply
+        time.sleep(2.5)
+        assert graph.get_state(thread).values == {}

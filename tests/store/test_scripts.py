@@ -256,7 +256,7 @@ def exercise_every_operation(store: ctxstore.Store) -> None:
 
 
 def exercise_the_langgraph_saver(store: Any) -> None:
-    """Every script of the LangGraph saver, on thread t1."""
+    """Every script of the LangGraph saver, on threads t1 and t2 (a copy of it)."""
     from langgraph.checkpoint.base import empty_checkpoint
 
     from ctxstore.integrations.langgraph import CtxStoreSaver
@@ -271,7 +271,12 @@ def exercise_the_langgraph_saver(store: Any) -> None:
     assert saver.get_tuple(config) is not None
     assert list(saver.list(config, limit=1))
     assert saver.get_delta_channel_history(config=config, channels=["a"])["a"]["seed"] == 1
+    saver.copy_thread("t1", "t2")
+    saver.prune(["t2"])
+    saver.put(config, empty_checkpoint(), {"step": 2, "run_id": "run-1"}, {})
+    saver.delete_for_runs(["run-1"])
     saver.delete_thread("t1")
+    saver.delete_thread("t2")
 
 
 def test_callers_pass_exactly_the_declared_keys(
@@ -320,7 +325,8 @@ def test_callers_pass_exactly_the_declared_keys(
             elif name == "dkey":
                 assert key == f"ctx:{namespace}:dkey:{{alice}}", key
             elif name in THREAD_KEY_NAMES:
-                assert key == f"ctx:{namespace}:lg:{{t1}}:{THREAD_KEY_NAMES[name]}", key
+                suffix = THREAD_KEY_NAMES[name]
+                assert re.fullmatch(rf"ctx:{namespace}:lg:\{{t[12]\}}:{suffix}", key), key
             else:
                 assert name in ("index", "all_chats", "user_chats"), call.script.name
                 assert ":idx:" in key, (call.script.name, key)

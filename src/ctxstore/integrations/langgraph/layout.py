@@ -8,6 +8,7 @@
                                        \\x1f<channel>" (writes_sort_key order)
     <base>:lg:{<thread>}:values  HASH  write member -> its value
     <base>:lg:threads            ZSET  thread id -> last write (epoch ms): ``list(None)``
+    <base>:lg:run:{<run id>}     ZSET  thread id -> last write: ``delete_for_runs``
 
 Checkpoint ids are uuid6 (time-ordered text), so lexical order is time order. A thread's keys
 share one slot, so every script declares them and runs on one node of a Cluster; the thread
@@ -69,6 +70,11 @@ def thread_keys(base: str, thread_id: object) -> ThreadKeys:
 def threads_index(base: str) -> str:
     """The namespace's index of threads (what ``list(None)`` walks)."""
     return f"{base}:lg:threads"
+
+
+def run_index(base: str, run_id: str) -> str:
+    """The threads a run wrote checkpoints to (what ``delete_for_runs`` reads)."""
+    return f"{base}:lg:run:{{{run_id}}}"
 
 
 def part(value: object, what: str) -> str:

@@ -16,10 +16,12 @@ from typing import Any
 
 import msgpack
 
+from ctxstore._base.ids import check_key_id
 from ctxstore._core.format.fields import corrupt
 from ctxstore._core.protocol import (
     MAX_COMMAND_ARGUMENTS,
     Arg,
+    Call,
     Operation,
     command_call,
     script_call,
@@ -33,6 +35,7 @@ from ctxstore.integrations.langgraph.layout import (
     US,
     ThreadKeys,
     part,
+    run_index,
     thread_keys,
     threads_index,
 )
@@ -119,9 +122,10 @@ def put(
     checkpoint_id: str,
     record: bytes,
     blobs: Iterable[tuple[str, str, Typed | None]],
+    run_id: str = "",
 ) -> Operation[None]:
     """Store a checkpoint record and its new blobs (channel, version, value or None for an
-    empty channel), and touch the thread index: one round trip."""
+    empty channel), and touch the thread index (and its run's): one round trip."""
     keys = thread_keys(state.keyspace.base, thread_id)
     script, names = _scripted("lg_put", keys)
     args: list[Arg] = [part(ns, "checkpoint_ns"), part(checkpoint_id, "a checkpoint id"), record]
@@ -131,13 +135,134 @@ def put(
         args += [field, b"" if value is None else typed_bytes(value)]
     _capped(args, "a checkpoint's new channel values")
     index = threads_index(state.keyspace.base)
-    outcomes = yield (
+    calls: list[Call[Any]] = [
         script_call(script, names, args, parse=int, context={"thread_id": thread_id}, writes=True),
         command_call(("ZADD", index, state.clock(), keys.thread_id), keys=(index,), writes=True),
-    )
+    ]
+    if run_id:
+        calls += _run_index_calls(state, check_key_id(run_id, "run_id"), keys.thread_id)
+    _raise_any((yield tuple(calls)))
+
+
+def _raise_any(outcomes: Sequence[Any]) -> None:
     for outcome in outcomes:
         if isinstance(outcome, Exception):
             raise outcome
+
+
+def _run_index_calls(state: StoreState, run_id: str, thread_id: str) -> list[Call[Any]]:
+    """The run's index of threads (what ``delete_for_runs`` reads), kept as long as a thread."""
+    key = run_index(state.keyspace.base, run_id)
+    calls: list[Call[Any]] = [
+        command_call(("ZADD", key, state.clock(), thread_id), keys=(key,), writes=True)
+    ]
+    if state.default_ttl_ms is not None:
+        calls.append(command_call(("PEXPIRE", key, state.default_ttl_ms), keys=(key,), writes=True))
+    return calls
+
+
+def _per_thread(
+    state: StoreState, name: str, thread_ids: Sequence[str], args: Sequence[Arg] = ()
+) -> list[Call[int]]:
+    """One call of script ``name`` per thread (each on its own slot; sent together)."""
+    script = load_script(name)
+    calls: list[Call[int]] = []
+    for thread in thread_ids:
+        keys = thread_keys(state.keyspace.base, thread)
+        calls.append(
+            script_call(
+                script,
+                keys.select(script.key_names),
+                args,
+                parse=int,
+                context={"thread_id": keys.thread_id},
+                writes=True,
+            )
+        )
+    return calls
+
+
+def delete_for_runs(state: StoreState, run_ids: Sequence[str]) -> Operation[int]:
+    """Every checkpoint of the runs, in every thread they wrote to, with its writes: one round
+    trip to read the runs' threads, one for the threads, one to drop the runs' indexes."""
+    runs = [check_key_id(run_id, "run_id") for run_id in run_ids]
+    if not runs:
+        return 0
+    base = state.keyspace.base
+    listed = yield tuple(
+        command_call(("ZRANGE", run_index(base, run), 0, -1), keys=(run_index(base, run),))
+        for run in runs
+    )
+    _raise_any(listed)
+    threads = sorted({bytes(thread).decode("utf-8") for found in listed for thread in found})
+    dropped = 0
+    if threads:
+        outcomes = yield tuple(_per_thread(state, "lg_delete_runs", threads, runs))
+        _raise_any(outcomes)
+        dropped = sum(int(outcome) for outcome in outcomes)
+    _raise_any(
+        (
+            yield tuple(
+                command_call(
+                    ("DEL", run_index(base, run)), keys=(run_index(base, run),), writes=True
+                )
+                for run in runs
+            )
+        )
+    )
+    return dropped
+
+
+def prune(state: StoreState, thread_ids: Sequence[str]) -> Operation[int]:
+    """Each thread's latest checkpoint of each namespace kept (with the ancestors its delta
+    channels need), the rest removed: one round trip for all the threads."""
+    if not thread_ids:
+        return 0
+    outcomes = yield tuple(_per_thread(state, "lg_prune", thread_ids))
+    _raise_any(outcomes)
+    return sum(int(outcome) for outcome in outcomes)
+
+
+#: Fields (pairs) a chunk of ``copy_thread``'s load carries: far below 3,999 arguments.
+COPY_CHUNK = 1_500
+
+
+def copy_thread(state: StoreState, source: str, target: str) -> Operation[None]:
+    """Every checkpoint, blob and write of ``source`` added to ``target``: one round trip to
+    read the source, one per chunk of :data:`COPY_CHUNK` entries to write the target."""
+    base = state.keyspace.base
+    source_keys, target_keys = thread_keys(base, source), thread_keys(base, target)
+    dump = load_script("lg_dump")
+    cps, blobs, values = yield script_call(
+        dump,
+        source_keys.select(dump.key_names),
+        (),
+        parse=lambda reply: reply,
+        context={"thread_id": source_keys.thread_id},
+    )
+    if not cps:
+        return
+    load = load_script("lg_load")
+    names = target_keys.select(load.key_names)
+    items = [
+        *(("c", cps[i], cps[i + 1]) for i in range(0, len(cps), 2)),
+        *(("b", blobs[i], blobs[i + 1]) for i in range(0, len(blobs), 2)),
+        *(("w", values[i], values[i + 1]) for i in range(0, len(values), 2)),
+    ]
+    for start in range(0, len(items), COPY_CHUNK):
+        chunk = items[start : start + COPY_CHUNK]
+        counts = "\t".join(str(sum(1 for item in chunk if item[0] == kind)) for kind in "cbw")
+        args: list[Arg] = [_ttl(state), counts]
+        for _kind, field, value in chunk:
+            args += [field, value]
+        yield script_call(
+            load, names, args, parse=int, context={"thread_id": target_keys.thread_id},
+            writes=True,
+        )  # fmt: skip
+    index = threads_index(base)
+    yield command_call(
+        ("ZADD", index, state.clock(), target_keys.thread_id), keys=(index,), writes=True
+    )
 
 
 def write_member(ns: str, checkpoint_id: str, task_path: str, task_id: str, index: int,
@@ -234,16 +359,18 @@ def history(
 
 def delete_thread(state: StoreState, thread_id: str) -> Operation[None]:
     """Every key of the thread removed, and its index entry: one round trip."""
-    keys = thread_keys(state.keyspace.base, thread_id)
-    script, names = _scripted("lg_delete", keys)
+    yield from delete_threads(state, [thread_id])
+
+
+def delete_threads(state: StoreState, thread_ids: Sequence[str]) -> Operation[None]:
+    """Every key of each thread removed, and their index entries: one round trip."""
+    if not thread_ids:
+        return
     index = threads_index(state.keyspace.base)
-    outcomes = yield (
-        script_call(script, names, (), parse=int, context={"thread_id": thread_id}, writes=True),
-        command_call(("ZREM", index, keys.thread_id), keys=(index,), writes=True),
-    )
-    for outcome in outcomes:
-        if isinstance(outcome, Exception):
-            raise outcome
+    calls: list[Call[Any]] = list(_per_thread(state, "lg_delete", thread_ids))
+    for thread in thread_ids:
+        calls.append(command_call(("ZREM", index, thread), keys=(index,), writes=True))
+    _raise_any((yield tuple(calls)))
 
 
 def thread_ids(state: StoreState, after: str, count: int) -> Operation[list[str]]:

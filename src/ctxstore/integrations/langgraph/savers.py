@@ -95,7 +95,9 @@ class _SaverCore(BaseCheckpointSaver[str]):
                 "checkpoint_id": checkpoint["id"],
             }
         }
-        return ops.put(self._state, thread_id, ns, checkpoint["id"], record, blobs), stored
+        run_id = str(meta.get("run_id") or "")
+        operation = ops.put(self._state, thread_id, ns, checkpoint["id"], record, blobs, run_id)
+        return operation, stored
 
     def _writes_op(
         self,
@@ -156,6 +158,16 @@ class _SaverCore(BaseCheckpointSaver[str]):
                 entry["seed"] = self.serde.loads_typed(seed)
             out[channel] = entry
         return out
+
+    def _prune_op(self, thread_ids: Sequence[str], strategy: str) -> Operation[Any]:
+        threads = [str(thread) for thread in thread_ids]
+        if strategy == "delete":
+            return ops.delete_threads(self._state, threads)
+        if strategy != "keep_latest":
+            raise ValidationError(
+                f"a prune strategy is 'keep_latest' or 'delete', got {strategy!r}"
+            )
+        return ops.prune(self._state, threads)
 
     @staticmethod
     def _page_size(limit: int | None) -> int:
@@ -314,6 +326,15 @@ class CtxStoreSaver(_SaverCore):
     def delete_thread(self, thread_id: str) -> None:
         self.store.run(ops.delete_thread(self._state, str(thread_id)))
 
+    def delete_for_runs(self, run_ids: Sequence[str]) -> None:
+        self.store.run(ops.delete_for_runs(self._state, [str(run) for run in run_ids]))
+
+    def copy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        self.store.run(ops.copy_thread(self._state, str(source_thread_id), str(target_thread_id)))
+
+    def prune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        self.store.run(self._prune_op(thread_ids, strategy))
+
     def get_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
     ) -> Mapping[str, DeltaChannelHistory]:
@@ -380,6 +401,17 @@ class AsyncCtxStoreSaver(_SaverCore):
 
     async def adelete_thread(self, thread_id: str) -> None:
         await self.store.run(ops.delete_thread(self._state, str(thread_id)))
+
+    async def adelete_for_runs(self, run_ids: Sequence[str]) -> None:
+        await self.store.run(ops.delete_for_runs(self._state, [str(run) for run in run_ids]))
+
+    async def acopy_thread(self, source_thread_id: str, target_thread_id: str) -> None:
+        await self.store.run(
+            ops.copy_thread(self._state, str(source_thread_id), str(target_thread_id))
+        )
+
+    async def aprune(self, thread_ids: Sequence[str], *, strategy: str = "keep_latest") -> None:
+        await self.store.run(self._prune_op(thread_ids, strategy))
 
     async def aget_delta_channel_history(
         self, *, config: RunnableConfig, channels: Sequence[str]
