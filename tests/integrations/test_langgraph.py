@@ -202,3 +202,62 @@ def test_an_active_thread_keeps_every_message_under_its_ttl(
         assert len(list(graph.get_state_history(thread))) == 6 * 3  # input, start, reply
         time.sleep(2.5)
         assert graph.get_state(thread).values == {}
+
+
+def delta_thread(saver: Any, channels: tuple[str, ...] = ("a",), steps: int = 3) -> Any:
+    """A thread whose channels hold a value at its first checkpoint only, with one write of
+    each channel at every later one; its head's config."""
+    values = {channel: f"{channel}0" for channel in channels}
+    versions = dict.fromkeys(channels, "1")
+    stored = saver.put(config("t1"), checkpoint(values, versions), {"step": 0}, versions)
+    for step in range(1, steps + 1):
+        saver.put_writes(
+            stored, [(channel, f"{channel}{step}") for channel in channels], f"s{step}"
+        )
+        versions = {channel: str(step + 1) for channel in channels}
+        stored = saver.put(stored, checkpoint({}, versions), {"step": step}, versions)
+    return stored
+
+
+def test_the_delta_history_filters_each_channels_writes(saver: Any) -> None:
+    head = delta_thread(saver, channels=("a", "b"))
+    found = saver.get_delta_channel_history(config=head, channels=["a", "b", "c"])
+    assert found["a"] == {
+        "seed": "a0",
+        "writes": [("s1", "a", "a1"), ("s2", "a", "a2"), ("s3", "a", "a3")],
+    }
+    assert [write[2] for write in found["b"]["writes"]] == ["b1", "b2", "b3"]
+    assert found["c"] == {"writes": []}  # never stored: no seed, nothing written
+    assert saver.get_delta_channel_history(config=head, channels=[]) == {}
+
+
+def test_the_delta_history_of_a_fork_holds_its_own_path_only(saver: Any) -> None:
+    """C0 -> C1 -> C2 (the head, with a pending write) and a fork F of C1, then G after F:
+    each walk takes the writes of its own ancestors only."""
+    head = delta_thread(saver, steps=2)
+    saver.put_writes(head, [("a", "a3")], "s3")  # pending at the head: on no other path
+    c1 = saver.get_tuple(head).parent_config
+    fork = saver.put(c1, checkpoint({}, {"a": "9"}), {"step": 9}, {"a": "9"})
+    saver.put_writes(fork, [("a", "fork")], "f1")
+    after = saver.put(fork, checkpoint({}, {"a": "10"}), {"step": 10}, {"a": "10"})
+
+    def writes(at: Any) -> list[str]:
+        found = saver.get_delta_channel_history(config=at, channels=["a"])["a"]
+        assert found["seed"] == "a0"
+        return [write[2] for write in found["writes"]]
+
+    assert writes(head) == ["a1", "a2"]
+    assert writes(fork) == ["a1", "a2"]
+    assert writes(after) == ["a1", "a2", "fork"]
+
+
+def test_a_seed_beyond_the_walks_bound_is_not_found(
+    saver: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ctxstore.integrations.langgraph import operations
+
+    head = delta_thread(saver, steps=5)
+    monkeypatch.setattr(operations, "HISTORY_BOUND", 3)
+    found = saver.get_delta_channel_history(config=head, channels=["a"])["a"]
+    assert "seed" not in found  # the value is 6 checkpoints back; the walk stops at 3
+    assert [write[2] for write in found["writes"]] == ["a3", "a4", "a5"]

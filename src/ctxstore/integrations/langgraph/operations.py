@@ -64,6 +64,8 @@ class Stored:
     blobs: dict[str, Typed]
     #: (task id, channel, value) in writes_sort_key order
     writes: list[tuple[str, str, Typed]]
+    #: the channel versions the record's header names (text)
+    versions: dict[str, str]
 
 
 def typed_bytes(value: Typed) -> bytes:
@@ -392,7 +394,8 @@ def _stored(keys: ThreadKeys, item: Sequence[Any]) -> Stored:
         header_end = raw.find(RS.encode(), header_end + 1)
         if header_end < 0:
             raise corrupt(cp_key, field, "not a checkpoint record")
-    parent, _run, _versions = raw[:header_end].decode("utf-8").split(RS)
+    parent, _run, listed = raw[:header_end].decode("utf-8").split(RS)
+    versions = dict(item.split(US, 1) for item in listed.split(GS) if item)
     try:
         ctype, cbytes, mtype, mbytes = msgpack.unpackb(raw[header_end + 1 :], raw=False)
     except Exception as exc:  # msgpack raises several unrelated types for bad input
@@ -418,4 +421,5 @@ def _stored(keys: ThreadKeys, item: Sequence[Any]) -> Stored:
         (mtype, mbytes),
         blobs,
         writes,
+        versions,
     )

@@ -7,7 +7,7 @@ results into LangGraph's tuples in :class:`_SaverCore`; the sync saver runs them
 
 from __future__ import annotations
 
-import random
+import secrets
 from collections.abc import AsyncIterator, Iterator, Mapping, Sequence
 from contextlib import asynccontextmanager, contextmanager
 from typing import Any
@@ -72,6 +72,8 @@ class _SaverCore(BaseCheckpointSaver[str]):
         thread_id, ns, parent = self._where(config)
         body = dict(checkpoint)
         values: dict[str, Any] = body.pop("channel_values", {}) or {}  # type: ignore[assignment]
+        if all(type(version) is str for version in checkpoint["channel_versions"].values()):
+            body.pop("channel_versions")  # the record's header names them, once
         meta = get_checkpoint_metadata(config, metadata)
         blobs = [
             (
@@ -132,6 +134,8 @@ class _SaverCore(BaseCheckpointSaver[str]):
             }
 
         checkpoint: Checkpoint = self.serde.loads_typed(stored.checkpoint)
+        if "channel_versions" not in checkpoint:
+            checkpoint["channel_versions"] = dict(stored.versions)
         checkpoint["channel_values"] = {
             channel: self.serde.loads_typed(blob) for channel, blob in stored.blobs.items()
         }
@@ -258,15 +262,17 @@ class _SaverCore(BaseCheckpointSaver[str]):
         return left
 
     def get_next_version(self, current: str | None, channel: None) -> str:  # noqa: ARG002
-        """Versions as LangGraph's own savers make them: the count, then a random tail."""
-        number = (
-            0
-            if current is None
-            else current
-            if isinstance(current, int)
-            else int(str(current).split(".")[0])
-        )
-        return f"{number + 1:032}.{random.random():016}"
+        """The next version of a channel: its count (12 digits, so versions compare as text,
+        and after the longer ones of LangGraph's own savers), then 40 random bits, so that two
+        forks reaching the same count never share a stored value (a value is stored once per
+        version)."""
+        if current is None:
+            number = 0
+        elif isinstance(current, int):
+            number = current
+        else:
+            number = int(str(current).split(".")[0])
+        return f"{number + 1:012d}.{secrets.randbits(40):010x}"
 
 
 class CtxStoreSaver(_SaverCore):
