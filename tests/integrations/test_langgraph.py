@@ -261,3 +261,25 @@ def test_a_seed_beyond_the_walks_bound_is_not_found(
     found = saver.get_delta_channel_history(config=head, channels=["a"])["a"]
     assert "seed" not in found  # the value is 6 checkpoints back; the walk stops at 3
     assert [write[2] for write in found["writes"]] == ["a3", "a4", "a5"]
+
+
+def test_a_corrupt_checkpoint_or_value_is_a_corruption_error_naming_its_key(
+    saver: Any, backend: str, namespace: str
+) -> None:
+    from ctxstore.errors import CorruptionError
+    from tests.support.keyspace import raw_client
+
+    stored = saver.put(config("t1"), checkpoint({"a": 1}, {"a": "1"}), {"step": 0}, {"a": "1"})
+    client = raw_client(backend)
+    blob = f"ctx:{namespace}:lg:{{t1}}:blob"
+    field = next(iter(client.hkeys(blob)))
+    client.hset(blob, field, b"no separator here")
+    with pytest.raises(CorruptionError) as raised:
+        saver.get_tuple(stored)
+    assert raised.value.details["key"] == blob
+    cp = f"ctx:{namespace}:lg:{{t1}}:cp"
+    client.hset(cp, next(iter(client.hkeys(cp))), b"not a record")
+    with pytest.raises(CorruptionError) as raised:
+        saver.get_tuple(stored)
+    assert raised.value.details["key"] == cp
+    client.close()

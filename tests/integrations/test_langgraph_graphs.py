@@ -147,3 +147,24 @@ def test_graphs_read_back_as_on_langgraphs_own_saver(
     assert ours["resumed"] == {"answer": "Lisbon"}
     assert ours["fan"] == ["a", "b", "c"]
     assert ours["delta fork"][-1] == "a fork"
+
+
+def test_a_states_reads_cost_what_the_issue_allows(backend: str, namespace: str) -> None:
+    """After 20 turns of a DeltaChannel graph: one ``get_state`` at most 2 round trips,
+    ``get_state_history(limit=10)`` at most 11 (one page, and each snapshot's delta history)."""
+    from tests.support.wire import trace_wire
+
+    with ctxstore.connect(backend, namespace=namespace) as store:
+        graph = chat_graph(DeltaState).compile(checkpointer=CtxStoreSaver(store))
+        thread = {"configurable": {"thread_id": "counted"}}
+        for turn in range(20):
+            graph.invoke({"messages": [("user", f"turn {turn}")]}, thread)
+        graph.get_state(thread)  # the scripts are loaded once per server
+        with trace_wire() as wire:
+            state = graph.get_state(thread)
+        assert wire.round_trips <= 2
+        assert len(state.values["messages"]) == 40
+        with trace_wire() as wire:
+            history = list(graph.get_state_history(thread, limit=10))
+        assert len(history) == 10
+        assert wire.round_trips <= 11
