@@ -1,7 +1,9 @@
 """A rolling deploy: the previous release and this one write the same chats on one
 redis-server at the same time (appends that rebase onto each other, branches, checkpoints,
 compaction jobs each release's worker takes from the other's saves). Nothing is lost, neither
-sees a ``CorruptionError`` (or any error), and ``verify`` is clean after, from both releases.
+sees a ``CorruptionError`` (or any error), and ``verify`` is clean after, from both releases
+(each verifies once both are done writing: a verify reads a chat and its cross-slot index
+entries in separate commands, so a write landing between them would read as a mismatch).
 
 The previous release is a wheel built in the test from a pinned commit of this repository (the
 one the compatibility policy starts from, docs/compatibility.md); it is kept in the pytest cache
@@ -59,6 +61,8 @@ for number in range(rounds):
 from ctxstore.worker import Worker
 Worker(url, namespaces=[namespace], compactify=lambda m: f"{who}: {len(m)} messages",
        estimate_tokens=len, poll_ms=20).run(burst=True)
+print("written", flush=True)
+sys.stdin.readline()  # both releases are done writing: a verify now sees no write under way
 problems = {chat: [str(p) for p in admin.verify_chat(chat).problems]
             for chat in ("shared-0", "shared-1", "shared-2", "own-old", "own-new")
             if chat in {info.id for info in admin.list_chats(user_id="ada")}}
@@ -104,6 +108,7 @@ def run_writer(url: str, namespace: str, who: str, rounds: int, site: Path | Non
     return subprocess.Popen(
         [sys.executable, "-c", WRITER, url, namespace, who, str(rounds)],
         env=env,
+        stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -120,8 +125,13 @@ def test_the_previous_release_and_this_one_share_a_keyspace(
     old = run_writer(redis_server.url, namespace, "old", rounds, site)
     new = run_writer(redis_server.url, namespace, "new", rounds, None)
     results = {}
+    for who, process in (("old", old), ("new", new)):  # each verifies once both have written
+        assert process.stdout is not None
+        if process.stdout.readline().strip() != "written":
+            _out, err = process.communicate(timeout=60)
+            pytest.fail(f"the {who} release failed before it verified:\n{err[-3000:]}")
     for who, process in (("old", old), ("new", new)):
-        out, err = process.communicate(timeout=300)
+        out, err = process.communicate("\n", timeout=300)
         assert process.returncode == 0, f"the {who} release failed:\n{err[-3000:]}"
         results[who] = json.loads(out.strip().splitlines()[-1])
     assert results["old"]["file"].startswith(str(site))
