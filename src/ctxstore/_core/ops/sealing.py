@@ -231,51 +231,23 @@ def _stage(
             )
         records = []
     summary_key = chat.key("summary")
-    members: list[Arg] = []
-    for member, score in found.summaries:
-        members += [int(score), _sealed_summary(member, int(score), seal, summary_key)]
-    entries: list[Arg] = []
-    for entry_id, values in _sealed_entries(found.entries, state, chat, seal):
-        entries += [entry_id, len(values) // 2, *values]
+    members: list[list[Arg]] = [
+        [int(score), _sealed_summary(member, int(score), seal, summary_key)]
+        for member, score in found.summaries
+    ]
+    entries: list[list[Arg]] = [
+        [entry_id, len(values) // 2, *values]
+        for entry_id, values in _sealed_entries(found.entries, state, chat, seal)
+    ]
     chat_values = _sealed_values(found, seal, chat.key("chat"))
     # Each kind in calls of its own, CHUNK_ITEMS items a call: at most 3,000 arguments.
-    for counts, items, width in (
-        ((0, 1, 0, 0), members, 2),
-        ((0, 0, 1, 0), entries, 0),
-        ((0, 0, 0, 1), chat_values, 3),
-    ):
-        for chunk in _items_in_chunks(items, width):
-            count = len(chunk) // width if width else _entry_count(chunk)
-            shape = "\t".join(str(count * part) for part in counts)
-            yield _stage_call(script, staged, stored, shape, chunk, context)
-
-
-def _items_in_chunks(items: list[Arg], width: int) -> list[list[Arg]]:
-    """``items`` in chunks of :data:`CHUNK_ITEMS` items, each ``width`` arguments (0: stream
-    entries, each ``id, n`` and ``n`` field, value pairs)."""
-    if width:
-        step = CHUNK_ITEMS * width
-        return [items[start : start + step] for start in range(0, len(items), step)]
-    chunks: list[list[Arg]] = []
-    at = 0
-    while at < len(items):
-        chunk: list[Arg] = []
-        for _ in range(CHUNK_ITEMS):
-            if at >= len(items):
-                break
-            size = 2 + 2 * int(items[at + 1])
-            chunk += items[at : at + size]
-            at += size
-        chunks.append(chunk)
-    return chunks
-
-
-def _entry_count(chunk: list[Arg]) -> int:
-    count, at = 0, 0
-    while at < len(chunk):
-        at += 2 + 2 * int(chunk[at + 1])
-        count += 1
-    return count
+    kinds: tuple[list[list[Arg]], ...] = (members, entries, chat_values)
+    for kind, items in enumerate(kinds, start=1):
+        for start in range(0, len(items), CHUNK_ITEMS):
+            batch = items[start : start + CHUNK_ITEMS]
+            shape = "\t".join(str(len(batch) if part == kind else 0) for part in range(4))
+            args = [arg for item in batch for arg in item]
+            yield _stage_call(script, staged, stored, shape, args, context)
 
 
 def _stage_call(
@@ -296,18 +268,18 @@ def _stage_call(
     )
 
 
-def _sealed_values(found: _Snapshot, seal: ChatSeal, chat_key: str) -> list[Arg]:
+def _sealed_values(found: _Snapshot, seal: ChatSeal, chat_key: str) -> list[list[Arg]]:
     """The chat hash's title and metadata values: field, value as read, value sealed."""
-    values: list[Arg] = []
+    values: list[list[Arg]] = []
     title = found.fields.get("title")
     if title is not None:
         read = field_text(title, chat_key, "title")
-        values += ["title", read, seal.seal_title(read)]
+        values.append(["title", read, seal.seal_title(read)])
     for name, value in found.fields.items():
         if name.startswith("m:"):
             raw = bytes(value)
             decode(raw, key=chat_key, field=name)  # a value that is no msgpack is not sealed
-            values += [name, raw, seal.seal_metadata(name[2:], raw)]
+            values.append([name, raw, seal.seal_metadata(name[2:], raw)])
     return values
 
 

@@ -388,16 +388,13 @@ def _stored(keys: ThreadKeys, item: Sequence[Any]) -> Stored:
     ns_text, id_text = bytes(ns).decode("utf-8"), bytes(checkpoint_id).decode("utf-8")
     cp_key = keys.key("lg_cp")
     field = f"{ns_text}{US}{id_text}"
-    raw = bytes(record)
-    header_end = -1
-    for _ in range(3):
-        header_end = raw.find(RS.encode(), header_end + 1)
-        if header_end < 0:
-            raise corrupt(cp_key, field, "not a checkpoint record")
-    parent, _run, listed = raw[:header_end].decode("utf-8").split(RS)
+    parts = bytes(record).split(RS.encode(), 3)  # the header's three parts, then the payload
+    if len(parts) != 4:
+        raise corrupt(cp_key, field, "not a checkpoint record")
+    parent, _run, listed = (part.decode("utf-8") for part in parts[:3])
     versions = dict(item.split(US, 1) for item in listed.split(GS) if item)
     try:
-        ctype, cbytes, mtype, mbytes = msgpack.unpackb(raw[header_end + 1 :], raw=False)
+        ctype, cbytes, mtype, mbytes = msgpack.unpackb(parts[3], raw=False)
     except Exception as exc:  # msgpack raises several unrelated types for bad input
         raise corrupt(cp_key, field, f"not a checkpoint record ({exc})") from exc
     blob_key, values_key = keys.key("lg_blob"), keys.key("lg_values")

@@ -121,6 +121,16 @@ class _SaverCore(BaseCheckpointSaver[str]):
             members.append((member, self.serde.dumps_typed(value), special is not None))
         return ops.put_writes(self._state, thread_id, members)
 
+    def _get_op(self, config: RunnableConfig) -> Operation[ops.Stored | None]:
+        thread_id, ns, checkpoint_id = self._where(config)
+        return ops.get(self._state, thread_id, ns, checkpoint_id)
+
+    def _history_op(
+        self, config: RunnableConfig, channels: Sequence[str]
+    ) -> Operation[dict[str, tuple[ops.Typed | None, list[tuple[str, str, ops.Typed]]]]]:
+        thread_id, ns, checkpoint_id = self._where(config)
+        return ops.history(self._state, thread_id, ns, checkpoint_id, channels)
+
     # --- results to tuples -------------------------------------------------------------------
 
     def _tuple(self, stored: ops.Stored) -> CheckpointTuple:
@@ -294,8 +304,7 @@ class CtxStoreSaver(_SaverCore):
             yield cls(store)
 
     def get_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        thread_id, ns, checkpoint_id = self._where(config)
-        stored = self.store.run(ops.get(self._state, thread_id, ns, checkpoint_id))
+        stored = self.store.run(self._get_op(config))
         return None if stored is None else self._tuple(stored)
 
     def list(
@@ -346,9 +355,7 @@ class CtxStoreSaver(_SaverCore):
     ) -> Mapping[str, DeltaChannelHistory]:
         if not channels:
             return {}
-        thread_id, ns, checkpoint_id = self._where(config)
-        found = self.store.run(ops.history(self._state, thread_id, ns, checkpoint_id, channels))
-        return self._history(found)
+        return self._history(self.store.run(self._history_op(config, channels)))
 
 
 class AsyncCtxStoreSaver(_SaverCore):
@@ -369,8 +376,7 @@ class AsyncCtxStoreSaver(_SaverCore):
             await store.close()
 
     async def aget_tuple(self, config: RunnableConfig) -> CheckpointTuple | None:
-        thread_id, ns, checkpoint_id = self._where(config)
-        stored = await self.store.run(ops.get(self._state, thread_id, ns, checkpoint_id))
+        stored = await self.store.run(self._get_op(config))
         return None if stored is None else self._tuple(stored)
 
     async def alist(
@@ -424,8 +430,4 @@ class AsyncCtxStoreSaver(_SaverCore):
     ) -> Mapping[str, DeltaChannelHistory]:
         if not channels:
             return {}
-        thread_id, ns, checkpoint_id = self._where(config)
-        found = await self.store.run(
-            ops.history(self._state, thread_id, ns, checkpoint_id, channels)
-        )
-        return self._history(found)
+        return self._history(await self.store.run(self._history_op(config, channels)))
