@@ -55,14 +55,14 @@ return run(function()
   end
 
   if not resent and records > 0 then
-    argv_in_slices('RPUSH', KEYS[1], 5, pairs_from - 1)
+    argv_in_slices(ARGV, 'RPUSH', KEYS[1], 5, pairs_from - 1)
     redis.call('APPEND', KEYS[4], ARGV[3])
   end
   local at = pairs_from
   for _, part in ipairs({{'HSET', KEYS[2], aliases}, {'ZADD', KEYS[3], runs},
                          {'HSET', KEYS[5], branches}, {'HSET', KEYS[6], checkpoints},
                          {'ZADD', KEYS[7], summaries}}) do
-    argv_in_slices(part[1], part[2], at, at + 2 * part[3] - 1)
+    argv_in_slices(ARGV, part[1], part[2], at, at + 2 * part[3] - 1)
     at = at + 2 * part[3]
   end
   for _, key in ipairs(KEYS) do

@@ -34,7 +34,7 @@ return run(function()
     at = at + 2
   end
   if tonumber(blobs) > 0 then
-    argv_in_slices('HSET', KEYS[4], at, at + 2 * tonumber(blobs) - 1)
+    argv_in_slices(ARGV, 'HSET', KEYS[4], at, at + 2 * tonumber(blobs) - 1)
   end
   at = at + 2 * tonumber(blobs)
   for _ = 1, tonumber(writes) do

@@ -31,7 +31,7 @@ return run(function()
   redis.call('ZADD', KEYS[2], 0, field)
   redis.call('ZADD', KEYS[3], 0, ARGV[2] .. US .. ARGV[1])
   if #ARGV > 4 then
-    argv_in_slices('HSET', KEYS[4], 5, #ARGV)
+    argv_in_slices(ARGV, 'HSET', KEYS[4], 5, #ARGV)
   end
   slide_expiry(ARGV[4] ~= '' and ARGV[4] or nil,
     {KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6]})

@@ -41,10 +41,10 @@ return run(function()
   end
   local at = 4
   if records > 0 and not resent then
-    argv_in_slices('RPUSH', KEYS[1], at, at + records - 1)
+    argv_in_slices(ARGV, 'RPUSH', KEYS[1], at, at + records - 1)
   end
   at = at + records
-  argv_in_slices('ZADD', KEYS[2], at, at + 2 * summaries - 1)
+  argv_in_slices(ARGV, 'ZADD', KEYS[2], at, at + 2 * summaries - 1)
   at = at + 2 * summaries
   -- A chunk's entries are added at once or not at all: its first one there is a resend.
   local added = entries > 0 and #redis.call('XRANGE', KEYS[3], ARGV[at], ARGV[at]) > 0

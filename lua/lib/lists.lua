@@ -10,10 +10,11 @@ local function in_slices(command, key, items)
   end
 end
 
--- Runs `command key ARGV[from..to]` in slices of 1000 (pairs stay whole), straight from ARGV:
+-- Runs `command key args[from..to]` in slices of 1000 (pairs stay whole), straight from the
+-- call's arguments (a function's `args`, a script's ARGV):
 -- no copy of a long call's arguments passes through a Lua table.
-local function argv_in_slices(command, key, from, to)
+local function argv_in_slices(args, command, key, from, to)
   for first = from, to, 1000 do
-    redis.call(command, key, unpack(ARGV, first, math.min(first + 999, to)))
+    redis.call(command, key, unpack(args, first, math.min(first + 999, to)))
   end
 end

@@ -501,6 +501,29 @@ class KeyRotation:
     data_keys: int = 0
 
 
+@dataclass(frozen=True)
+class FunctionsReport:
+    """What :meth:`~ctxstore.store.Store.load_functions` did: ``library``, this release's
+    Redis Functions library; the primaries it was ``loaded`` on and those it was already
+    ``present`` on ("host:port", or "server" for a single server); the ctxstore
+    ``libraries`` each primary holds after (a previous release's beside this one's during a
+    rolling deploy)."""
+
+    library: str
+    loaded: tuple[str, ...] = ()
+    present: tuple[str, ...] = ()
+    libraries: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        """A JSON-ready form (``ctxstore functions load --json``)."""
+        return {
+            "library": self.library,
+            "loaded": list(self.loaded),
+            "present": list(self.present),
+            "libraries": {node: list(names) for node, names in self.libraries.items()},
+        }
+
+
 @dataclass
 class MigrationReport:
     """What :meth:`~ctxstore.store.Store.migrate` found and did.

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -71,6 +72,33 @@ def ttl_ms(ttl: TTL, name: str = "ttl") -> int | None:
             f"{name} must be a positive duration of at most 100 years, got {ttl!r}"
         )
     return max(1, round(seconds * 1000))
+
+
+#: How calls reach the server's Lua: ``"auto"`` (functions where the server has them, else
+#: scripts), ``"functions"`` (functions only), ``"scripts"`` (``EVALSHA`` only).
+ScriptingMode = Literal["auto", "functions", "scripts"]
+SCRIPTING_MODES: Final[tuple[str, ...]] = get_args(ScriptingMode)
+#: The environment variable a store's ``scripting`` comes from when its settings leave it out.
+SCRIPTING_ENV: Final = "CTXSTORE_SCRIPTING"
+
+
+def check_scripting(
+    mode: object, source: str = "scripting", *, allow_none: bool = False
+) -> ScriptingMode:
+    """``mode`` if it is one of :data:`SCRIPTING_MODES` (or None with ``allow_none``), else a
+    ConfigurationError."""
+    if mode not in SCRIPTING_MODES and not (allow_none and mode is None):
+        raise ConfigurationError(
+            f"{source} must be one of {', '.join(map(repr, SCRIPTING_MODES))}, got {mode!r}"
+        )
+    return mode  # type: ignore[return-value]  # checked just above
+
+
+def scripting_of(setting: ScriptingMode | None) -> ScriptingMode:
+    """The mode a store runs with: its setting, else :data:`SCRIPTING_ENV`, else ``"auto"``."""
+    if setting is not None:
+        return setting
+    return check_scripting(os.environ.get(SCRIPTING_ENV) or "auto", SCRIPTING_ENV)
 
 
 #: The most metadata keys ``Limits.max_metadata_keys`` may allow: a write sends two arguments a
@@ -158,7 +186,11 @@ class Settings:
     all when no key is set (docs/observability.md). ``encryption`` (a
     :class:`~ctxstore.crypto.KeyProvider`) seals message payloads and metadata on the client,
     each under its owner's data key and bound to its place, in chats of the sealed format
-    (docs/encryption.md); None stores them in the clear.
+    (docs/encryption.md); None stores them in the clear. ``scripting`` says how calls reach
+    the server's Lua: ``"auto"`` (Redis Functions where the server has them, else ``EVALSHA``
+    scripts, decided once per server), ``"functions"`` (never scripts), ``"scripts"`` (never
+    functions); None: the ``CTXSTORE_SCRIPTING`` environment variable, else ``"auto"``
+    (docs/speed.md).
     """
 
     namespace: str | None = None
@@ -177,6 +209,7 @@ class Settings:
     trace_chat_ids: bool = False
     trace_key: str | bytes | None = field(default=None, repr=False)
     encryption: KeyProvider | None = None
+    scripting: ScriptingMode | None = None
 
     def __post_init__(self) -> None:
         check_key_prefix(self.prefix, "prefix", allow_colon=True)
@@ -220,6 +253,7 @@ class Settings:
         if not isinstance(self.redis_options, Mapping):
             raise ConfigurationError(f"redis_options must be a mapping, got {self.redis_options!r}")
         check_trace_options(self.trace_chat_ids, self.trace_key)
+        check_scripting(self.scripting, allow_none=True)
         if self.encryption is not None and not isinstance(self.encryption, KeyProvider):
             raise ConfigurationError(
                 "encryption must be a KeyProvider (current_key_id, wrap, unwrap, destroy), such "

@@ -17,7 +17,7 @@ import ctxstore
 from ctxstore._core import protocol
 from ctxstore._core.ops import sealing
 from ctxstore._core.ops import streams as answer_stream
-from ctxstore._core.scripts import load_script
+from ctxstore._core.scripts import load_library, load_script
 from ctxstore.errors import ConfigurationError, CorruptionError
 from tests.support.keyspace import raw_client
 from tests.support.proxy import ReplyDroppingProxy
@@ -246,6 +246,7 @@ def test_a_chunk_or_a_publish_resent_after_its_reply_was_lost_is_applied_once(
     client = raw_client(direct)
     for name in ("seal_stage", "seal_publish"):  # loaded: the dropped reply is the call's own
         client.script_load(load_script(name).source)
+    client.function_load(load_library().code, replace=True)
     with ReplyDroppingProxy("127.0.0.1", redis_server.port) as proxy:
         url = f"redis://127.0.0.1:{proxy.port}/0"
         plain = ctxstore.connect(url, namespace=namespace, encryption=None).admin()
@@ -253,7 +254,9 @@ def test_a_chunk_or_a_publish_resent_after_its_reply_was_lost_is_applied_once(
         for chat_id, lost in (("c1", "seal_stage"), ("c2", "seal_publish")):
             fill(plain, chat_id=chat_id)
             words = contents(plain.load_branch(chat_id, user_id="alice").messages)
-            proxy.drop_next_reply(load_script(lost).sha.encode())
+            proxy.drop_next_reply(
+                (load_script(lost).sha.encode(), load_script(lost).function.encode())
+            )
             report = sealed.migrate(encrypt=True)
             assert proxy.dropped == 1
             proxy.dropped = 0

@@ -1,7 +1,8 @@
 """deploy/acl.conf on a real redis-server: it loads, the default user is off, a tenant can run
-every ctxstore operation in its namespace and nothing else: not another tenant's keys, not
-FLUSHALL / KEYS / SCAN / CONFIG. An ACL refusal is a BackendPermissionError naming the command
-and the key, never a chat-level error."""
+every ctxstore operation in its namespace (through the library's functions, which an operator
+loaded) and nothing else: not another tenant's keys, not FLUSHALL / KEYS / SCAN / CONFIG, and no
+Lua of its own (no EVAL, SCRIPT, FUNCTION). An ACL refusal is a BackendPermissionError naming
+the command and the key, never a chat-level error."""
 
 from __future__ import annotations
 
@@ -18,12 +19,21 @@ import ctxstore
 from tests.support import servers
 from tests.support.streams import ModelStreams, consume, read_pieces
 
-ACL_FILE = Path(__file__).resolve().parents[2] / "deploy" / "acl.conf"
+ACL_FILE = servers.ACL_FILE
 
 
 @pytest.fixture(scope="module")
 def acl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[servers.RedisProcess]:
-    with servers.standalone(tmp_path_factory.mktemp("acl"), "--aclfile", str(ACL_FILE)) as server:
+    """A server of deploy/acl.conf on which an operator loaded the library (as a deploy does
+    with `ctxstore functions load`)."""
+    with servers.acl_standalone(tmp_path_factory.mktemp("acl")) as server:
+        yield server
+
+
+@pytest.fixture
+def bare_acl_server(tmp_path: Path) -> Iterator[servers.RedisProcess]:
+    """A server of deploy/acl.conf without the library."""
+    with servers.acl_standalone(tmp_path, library=False) as server:
         yield server
 
 
@@ -125,6 +135,18 @@ def test_a_tenant_streams_an_answer_and_reads_it_back(
         ["RANDOMKEY"],
         ["CONFIG", "GET", "*"],
         ["GET", "ctx:globex:{x}:chat"],
+        # No Lua of its own: a script or a library could run for as long as it likes and
+        # stall the server for every tenant.
+        ["EVAL", "return 1", "1", "ctx:acme:{x}:chat"],
+        ["EVALSHA", "e0e1f9fabfc9d4800c877a703b823ac0578ff8db", "1", "ctx:acme:{x}:chat"],
+        ["EVAL_RO", "return 1", "1", "ctx:acme:{x}:chat"],
+        ["SCRIPT", "LOAD", "return 1"],
+        ["SCRIPT", "FLUSH"],
+        ["FUNCTION", "LOAD", "#!lua name=mine\nredis.register_function('mine', function() end)"],
+        ["FUNCTION", "DELETE", "ctxstore"],
+        ["FUNCTION", "FLUSH"],
+        ["FUNCTION", "RESTORE", "x"],
+        ["FUNCTION", "LIST"],
     ],
 )
 def test_a_tenant_cannot_flush_list_or_read_others(
@@ -174,6 +196,46 @@ def test_another_tenants_namespace_is_a_permission_error(
     intruder.close()
 
 
+def test_a_tenant_runs_only_the_functions_of_a_library_an_operator_loaded(
+    acl_server: servers.RedisProcess,
+) -> None:
+    """FCALL reaches the library's functions only (a function is code the operator loaded);
+    every call went as a function: no script ran for the tenant."""
+    client = redis.Redis(port=acl_server.port, username="admin", password="change-me-admin")
+    before = client.info("commandstats")
+    store = ctxstore.connect(tenant_url(acl_server, "acme"), namespace="acme", estimate_tokens=len)
+    store.admin().upsert_chat("c-fn", "alice")
+    store.admin().load_branch("c-fn", user_id="alice")
+    assert store.state.lua.functions
+    after = client.info("commandstats")
+    assert after["cmdstat_fcall"]["calls"] > before.get("cmdstat_fcall", {"calls": 0})["calls"]
+    for script in ("cmdstat_evalsha", "cmdstat_eval"):  # (refused ones are rejected_calls)
+        assert after.get(script, {"calls": 0})["calls"] == 0
+    store.close()
+    client.close()
+
+
+def test_a_tenant_without_the_library_is_told_to_have_it_loaded(
+    bare_acl_server: servers.RedisProcess,
+) -> None:
+    """The tenant may neither load the library nor run scripts: a ConfigurationError that
+    names `ctxstore functions load`, with nothing written; once an operator loaded it, the
+    same store works."""
+    store = ctxstore.connect(
+        tenant_url(bare_acl_server, "acme"), namespace="acme", estimate_tokens=len
+    ).admin()
+    with pytest.raises(ctxstore.errors.ConfigurationError, match="ctxstore functions load"):
+        store.upsert_chat("c1", "alice")
+    operator = redis.Redis(port=bare_acl_server.port, username="admin", password="change-me-admin")
+    assert operator.keys("ctx:acme:*") == []
+    with ctxstore.connect(tenant_url(bare_acl_server, "admin")) as admin:
+        assert admin.admin().load_functions().loaded == ("server",)
+    assert store.upsert_chat("c1", "alice").user_id == "alice"
+    assert store.state.lua.functions
+    operator.close()
+    store.close()
+
+
 def test_a_tenant_may_wait_for_its_writes(acl_server: servers.RedisProcess) -> None:
     """durability="replica" sends WAIT: the tenant may (this server has no replica, so the
     write is applied and then not confirmed, instead of refused)."""
@@ -210,3 +272,11 @@ def test_a_tenant_may_run_every_command_the_scripts_call() -> None:
         if fields[:2] in (["user", "acme"], ["user", "globex"]):
             allowed = {field[1:].lower() for field in fields if field.startswith("+")}
             assert called <= allowed, f"{fields[1]} may not run {sorted(called - allowed)}"
+            assert {"fcall", "fcall_ro"} <= allowed
+            lua_of_its_own = {name for name in allowed if name.split("|")[0] in LUA_COMMANDS}
+            assert not lua_of_its_own, f"{fields[1]} may run Lua of its own: {lua_of_its_own}"
+            assert not any(field.startswith("+@") for field in fields[2:]), fields[1]
+
+
+#: Commands that run (or load) Lua a client sends: no tenant may have them.
+LUA_COMMANDS = {"eval", "evalsha", "eval_ro", "evalsha_ro", "script", "function"}

@@ -6,8 +6,11 @@ sees a ``CorruptionError`` (or any error), and ``verify`` is clean after, from b
 entries in separate commands, so a write landing between them would read as a mismatch).
 
 The previous release is a wheel built in the test from a pinned commit of this repository (the
-one the compatibility policy starts from, docs/compatibility.md); it is kept in the pytest cache
-between runs. The first format change after it extends this test: both releases share the
+one the compatibility policy starts from, docs/compatibility.md; it calls the Lua as EVALSHA
+scripts); it is kept in the pytest cache between runs. The same test runs with a process that
+holds the previous Redis Functions library instead: this release's code under another library
+name, as the library of the release before is, so two libraries serve one keyspace side by
+side. The first format change after it extends this test: both releases share the
 keyspace until ``migrate``, and after it the previous one is refused with a ``FormatError``.
 """
 
@@ -27,7 +30,9 @@ from typing import Any
 import pytest
 
 import ctxstore
+from ctxstore._core.scripts import load_library
 from tests.support import servers
+from tests.support.keyspace import raw_client
 
 ROOT = Path(__file__).resolve().parents[2]
 #: The previous release: main when the format policy began (format 2, ctxstore 0.4 before it).
@@ -71,6 +76,19 @@ print(json.dumps({"release": ctxstore.__version__, "file": ctxstore.__file__,
 """
 
 
+#: Run before the writer in the process of the previous library: this release's code under
+#: another library name (another hash), loaded by its own calls beside this release's.
+PREVIOUS_LIBRARY = r"""
+import ctxstore._core.protocol as protocol, ctxstore._core.scripts as scripts
+folder = scripts.script_dir()
+bodies = tuple((name, "-- the previous library\n" + body) for name, body in scripts._bodies(folder))
+previous = scripts.library_code(
+    scripts._library(folder), bodies, checking=scripts.checking_service_rules()
+)
+scripts.load_library = protocol.load_library = lambda: previous
+"""
+
+
 def previous_release(cache: pytest.Cache) -> Path:
     """The previous release, built from ``PREVIOUS`` as a wheel and unpacked (kept in the
     pytest cache): a folder to put first on ``PYTHONPATH``."""
@@ -101,12 +119,14 @@ def previous_release(cache: pytest.Cache) -> Path:
     return site
 
 
-def run_writer(url: str, namespace: str, who: str, rounds: int, site: Path | None) -> Any:
+def run_writer(
+    url: str, namespace: str, who: str, rounds: int, site: Path | None, prelude: str = ""
+) -> Any:
     env = {**os.environ, "LITELLM_LOCAL_MODEL_COST_MAP": "True"}
     if site is not None:
         env["PYTHONPATH"] = str(site)
     return subprocess.Popen(
-        [sys.executable, "-c", WRITER, url, namespace, who, str(rounds)],
+        [sys.executable, "-c", prelude + WRITER, url, namespace, who, str(rounds)],
         env=env,
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
@@ -117,12 +137,17 @@ def run_writer(url: str, namespace: str, who: str, rounds: int, site: Path | Non
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("previous", ["release", "library"])
 def test_the_previous_release_and_this_one_share_a_keyspace(
-    request: pytest.FixtureRequest, redis_server: servers.RedisProcess, namespace: str
+    request: pytest.FixtureRequest,
+    redis_server: servers.RedisProcess,
+    namespace: str,
+    previous: str,
 ) -> None:
-    site = previous_release(request.config.cache)  # type: ignore[arg-type]
+    site = previous_release(request.config.cache) if previous == "release" else None  # type: ignore[arg-type]
+    prelude = PREVIOUS_LIBRARY if previous == "library" else ""
     rounds = 30
-    old = run_writer(redis_server.url, namespace, "old", rounds, site)
+    old = run_writer(redis_server.url, namespace, "old", rounds, site, prelude)
     new = run_writer(redis_server.url, namespace, "new", rounds, None)
     results = {}
     for who, process in (("old", old), ("new", new)):  # each verifies once both have written
@@ -134,7 +159,12 @@ def test_the_previous_release_and_this_one_share_a_keyspace(
         out, err = process.communicate("\n", timeout=300)
         assert process.returncode == 0, f"the {who} release failed:\n{err[-3000:]}"
         results[who] = json.loads(out.strip().splitlines()[-1])
-    assert results["old"]["file"].startswith(str(site))
+    if site is not None:
+        assert results["old"]["file"].startswith(str(site))
+    else:  # both libraries were loaded, each by its own process's calls
+        libraries = [entry[1] for entry in raw_client(redis_server.url).function_list("ctxstore_*")]
+        assert len(set(libraries)) >= 2
+        assert load_library().name.encode() in libraries
     assert results["new"]["release"] == ctxstore.__version__
     with ctxstore.connect(redis_server.url, namespace=namespace, estimate_tokens=len) as store:
         admin = store.admin()

@@ -437,6 +437,7 @@ def test_every_admin_operation_is_a_span_named_after_it(
         seen: dict[str, list[str]] = {}
         for operation, run in (
             ("ping", admin.ping),
+            ("load_functions", admin.load_functions),
             ("rotate_keys", sealed.admin().rotate_keys),
             ("verify_chat", lambda: admin.verify_chat("c1")),
             ("sweep", admin.sweep),

@@ -498,9 +498,9 @@ def recorded_calls(monkeypatch: pytest.MonkeyPatch) -> list[protocol.Call[Any]]:
     calls: list[protocol.Call[Any]] = []
     original = protocol.Call.wire
 
-    def wire(self: protocol.Call[Any], *, with_source: bool = False) -> Any:
+    def wire(self: protocol.Call[Any], form: int = protocol.EVALSHA) -> Any:
         calls.append(self)
-        return original(self, with_source=with_source)
+        return original(self, form)
 
     monkeypatch.setattr(protocol.Call, "wire", wire)
     return calls

@@ -144,7 +144,7 @@ def test_a_short_read_is_one_round_trip_and_one_script(backend: str, namespace: 
     store.get_chain("c1", head)  # scripts loaded
     with trace_wire() as wire:
         store.get_chain("c1", head)
-    assert (wire.round_trips, wire.commands) == (1, ["EVALSHA"])
+    assert (wire.round_trips, wire.shapes) == (1, ["LUA"])
     store.close()
 
 
@@ -154,7 +154,7 @@ def test_a_chat_replaced_between_the_chunks_of_a_read_is_an_error(namespace: str
     store.upsert_chat("c1", "alice")
     head = fill(store, "c1", 10)
     store.get_chain("c1", head)  # scripts loaded: the walk is one request
-    exchange = Exchange(reads.get_chain(store.state, "c1", head))
+    exchange = Exchange(reads.get_chain(store.state, "c1", head), lua=store.state.lua)
     exchange.respond(store._send(exchange.request()))  # the walk
     store.delete_chat("c1")
     store.upsert_chat("c1", "bob")
@@ -281,7 +281,7 @@ def test_a_chain_of_many_short_runs_is_walked_over_several_calls(
     with trace_wire() as wire:
         chain = store.load_branch("c1", "main").messages
     assert contents(chain) == ["root", *(f"main{i}" for i in range(1100))]
-    assert wire.count("EVALSHA") + wire.count("EVAL") == 2  # the walk took two calls
+    assert wire.script_calls == 2  # the walk took two calls
     assert [item["parent_id"] for item in chain[1:]] == [item["id"] for item in chain[:-1]]
     store.close()
 

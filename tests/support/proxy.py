@@ -45,18 +45,29 @@ class _RequestReplyProxy:
         self._listener.close()
 
 
+#: What marks a call of ctxstore's Lua on the wire, as a function (``FCALL``, ``FCALL_RO``) or
+#: as a script.
+LUA_MARKERS: tuple[bytes, ...] = (b"FCALL", b"EVALSHA")
+Marker = bytes | tuple[bytes, ...]
+
+
+def _holds(data: bytes, marker: Marker) -> bool:
+    markers = (marker,) if isinstance(marker, bytes) else marker
+    return any(one in data for one in markers)
+
+
 class ReplyDroppingProxy(_RequestReplyProxy):
     """Forwards every connection to ``upstream``; after :meth:`drop_next_reply`, the first
     command containing ``marker`` runs on the server but its reply is thrown away and the
     client's connection closed."""
 
     def __init__(self, host: str, port: int) -> None:
-        self._marker: bytes | None = None
+        self._marker: Marker | None = None
         self._to_drop = 0
         self.dropped = 0
         super().__init__(host, port)
 
-    def drop_next_reply(self, marker: bytes = b"EVALSHA", *, times: int = 1) -> None:
+    def drop_next_reply(self, marker: Marker = LUA_MARKERS, *, times: int = 1) -> None:
         """Lose the reply of the next command holding ``marker`` (of the next ``times`` such
         commands: a client that sends it again loses that reply too)."""
         with self._lock:
@@ -64,7 +75,7 @@ class ReplyDroppingProxy(_RequestReplyProxy):
 
     def _take_marker(self, data: bytes) -> bool:
         with self._lock:
-            if self._marker is not None and self._marker in data:
+            if self._marker is not None and _holds(data, self._marker):
                 self._to_drop -= 1
                 if self._to_drop <= 0:
                     self._marker = None
@@ -179,7 +190,7 @@ class HangingProxy(_RequestReplyProxy):
     the connections stay open (a connection that froze), while new connections work. Counts
     the commands that carry ``marker``."""
 
-    def __init__(self, host: str, port: int, marker: bytes = b"EVALSHA") -> None:
+    def __init__(self, host: str, port: int, marker: Marker = LUA_MARKERS) -> None:
         self._marker = marker
         self.sent = 0
         self._hanging: set[int] = set()
@@ -201,7 +212,7 @@ class HangingProxy(_RequestReplyProxy):
                 data = client.recv(65536)
                 if not data:
                     return
-                if self._marker in data:
+                if _holds(data, self._marker):
                     with self._lock:
                         self.sent += 1
                 server.sendall(data)

@@ -189,6 +189,25 @@ def standalone(directory: Path, *extra: str) -> Iterator[RedisProcess]:
         server.stop()
 
 
+#: deploy/acl.conf: the tenants' users, and the operator's (``admin``).
+ACL_FILE = Path(__file__).resolve().parents[2] / "deploy" / "acl.conf"
+
+
+@contextmanager
+def acl_standalone(directory: Path, *, library: bool = True) -> Iterator[RedisProcess]:
+    """A server of deploy/acl.conf; with ``library``, the operator (``admin``) has loaded
+    ctxstore's library on it, as a deploy does (``ctxstore functions load``): its tenants may
+    only call it."""
+    import ctxstore
+
+    with standalone(directory, "--aclfile", str(ACL_FILE)) as server:
+        if library:
+            url = f"redis://admin:change-me-admin@127.0.0.1:{server.port}/0"
+            with ctxstore.connect(url) as operator:
+                assert operator.admin().load_functions().loaded == ("server",)
+        yield server
+
+
 @dataclass
 class Cluster:
     nodes: list[RedisProcess]

@@ -16,6 +16,10 @@ from unittest import mock
 import redis.asyncio.connection as async_connection
 import redis.connection as sync_connection
 
+#: The commands that run ctxstore's Lua: the library's functions, or the scripts where the
+#: store falls back to them (``CTXSTORE_SCRIPTING=scripts``).
+LUA_COMMANDS = frozenset({"FCALL", "FCALL_RO", "EVALSHA", "EVAL"})
+
 
 @dataclass
 class Wire:
@@ -34,7 +38,13 @@ class Wire:
 
     @property
     def script_calls(self) -> int:
-        return self.count("EVALSHA") + self.count("EVAL")
+        """The calls of ctxstore's Lua (as functions or scripts)."""
+        return sum(1 for command in self.commands if command in LUA_COMMANDS)
+
+    @property
+    def shapes(self) -> list[str]:
+        """The commands sent, each call of ctxstore's Lua as ``LUA`` (whichever way it went)."""
+        return ["LUA" if command in LUA_COMMANDS else command for command in self.commands]
 
 
 def _name(args: Any) -> str:

@@ -4,7 +4,6 @@ namespace works; the workers page says what the user lacks the rights to read.""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
@@ -14,12 +13,10 @@ import ctxstore.web
 from tests.support import servers
 from tests.web.conftest import seed
 
-ACL_FILE = Path(__file__).resolve().parents[2] / "deploy" / "acl.conf"
-
 
 @pytest.fixture(scope="module")
 def acl_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[servers.RedisProcess]:
-    with servers.standalone(tmp_path_factory.mktemp("acl"), "--aclfile", str(ACL_FILE)) as server:
+    with servers.acl_standalone(tmp_path_factory.mktemp("acl")) as server:
         yield server
 
 

@@ -36,7 +36,7 @@ class Driven(Generic[T]):
         self._watch = telemetry.watch(state, operation)
         if state.checks_due:
             operation = with_startup_checks(state, operation)
-        self._exchange = Exchange(operation, state.durability)
+        self._exchange = Exchange(operation, state.durability, state.lua)
         self._over = False
 
     @property

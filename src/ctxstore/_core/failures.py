@@ -48,6 +48,45 @@ def is_noscript(error: BaseException) -> bool:
     )
 
 
+def is_function_missing(error: object) -> bool:
+    """True when the server has functions but not the one called (the library is not loaded
+    on this node: a new server, a promoted replica, ``FUNCTION FLUSH``)."""
+    return isinstance(error, rexc.ResponseError) and "function not found" in str(error).lower()
+
+
+def is_library_present(error: object) -> bool:
+    """True when ``FUNCTION LOAD`` was refused because the library is already there (another
+    process loaded it first): as good as loaded."""
+    return isinstance(error, rexc.ResponseError) and "already exists" in str(error)
+
+
+#: What a server that cannot run functions answers when sent ``FCALL`` or ``FUNCTION LOAD``:
+#: Redis 6's unknown command, an ACL's NOPERM for the command, a managed service that disables
+#: it. Each names the command; a function that ran and failed (``user_function:...``) does not.
+_NO_FUNCTIONS = re.compile(
+    r"(unknown (sub)?command|no permissions to run|not allowed|disabled|not supported)"
+    r".*?[`' ](fcall|fcall_ro|function|function\|load|load)\b"
+    r"|\b(fcall|fcall_ro|function)\b.*(not allowed|disabled|not supported)",
+    re.IGNORECASE,
+)
+
+
+def refuses_functions(error: object) -> bool:
+    """True when ``FCALL`` / ``FCALL_RO`` (or ``FUNCTION LOAD``) is refused as a command:
+    the server, the service or the user's ACL has no functions."""
+    return isinstance(error, rexc.ResponseError) and bool(_NO_FUNCTIONS.search(str(error)))
+
+
+def refuses_command(error: object) -> bool:
+    """True when a command itself was refused (an ACL without ``EVALSHA``, a server that does
+    not know it), not something the script it ran did."""
+    if not isinstance(error, rexc.ResponseError):
+        return False
+    text = str(error)
+    refused_by_acl = isinstance(error, rexc.NoPermissionError) or text.startswith("NOPERM")
+    return (refused_by_acl and "permissions to run" in text) or "unknown command" in text.lower()
+
+
 def is_wrong_type(error: object) -> bool:
     """True when Redis refused a command (or a script's command) for a key holding another
     type than the command works on."""

@@ -1,15 +1,19 @@
 """Calls, operations, and the I/O-free driver that runs them.
 
 A :class:`Call` is one Redis command (a Lua script or a plain command) with the function that
-parses its reply. An *operation* is a generator that yields steps and receives their results:
-a step is one call (the result, or the ctxstore error, is sent back) or a tuple of calls sent as
+parses its reply. An *operation* is a generator that yields steps and receives their results: a
+step is one call (the result, or the ctxstore error, is sent back) or a tuple of calls sent as
 one pipeline (a list of results and errors is sent back). Single-script operations yield once;
 multi-step ones (listing chats, index maintenance) yield more.
 
 :class:`Exchange` drives an operation without doing I/O: it turns steps into *wire requests*
-(lists of command tuples), and turns the raw replies into results. It handles NOSCRIPT by
-re-sending the affected calls as EVAL (which also re-caches the script), and translates error
-replies. The sync and async stores differ only in how they send a wire request. With a
+(lists of command tuples), and turns the raw replies into results. A script call goes as
+``FCALL`` (``FCALL_RO`` for a read) of the library's function where the store's
+:class:`~ctxstore._core.dispatch.LuaDispatch` says the server has functions, else as
+``EVALSHA``. It answers a missing function by loading the library on that node and sending the
+call again, a server without functions by sending it as a script, and NOSCRIPT by re-sending the
+affected calls as EVAL (which also re-caches the script); and it translates error replies. The
+sync and async stores differ only in how they send a wire request. With a
 :class:`~ctxstore._core.durability.Durability` it also sends a wait after every call marked as a
 write, and judges it (see :mod:`ctxstore._core.durability`).
 """
@@ -21,9 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
 from ctxstore._core import failures
+from ctxstore._core.dispatch import LuaDispatch, neither_error, unloadable_error
 from ctxstore._core.durability import Durability
 from ctxstore._core.keys import expected_type
-from ctxstore._core.scripts import LuaScript, checking_service_rules
+from ctxstore._core.scripts import LuaScript, checking_service_rules, load_library
 from ctxstore.errors import CorruptionError, CtxStoreError, DurabilityError
 
 T = TypeVar("T")
@@ -42,6 +47,18 @@ CHECK_ARGUMENTS = checking_service_rules()
 
 def _identity(reply: Any) -> Any:
     return reply
+
+
+#: How a script call goes on the wire: the library's function; the library's load then the
+#: function (after the node said the function is missing); the script by its SHA1; the script's
+#: source (after NOSCRIPT). A call moves only forward through them, so it is sent at most four
+#: times.
+FCALL, LOAD_FCALL, EVALSHA, EVAL = range(4)
+
+
+def load_command() -> WireCommand:
+    """``FUNCTION LOAD`` of this release's library (routed to the node of the call after it)."""
+    return ("FUNCTION", "LOAD", load_library().code)
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,13 +87,19 @@ class Call(Generic[T]):
         first = self.args[0]
         return first.decode() if isinstance(first, bytes) else str(first)
 
-    def wire(self, *, with_source: bool = False) -> WireCommand:
-        """The command tuple: EVALSHA, or EVAL with the full source after a NOSCRIPT reply."""
-        if self.script is None:
+    def wire(self, form: int = EVALSHA) -> WireCommand:
+        """The command tuple: the script's function (``FCALL`` / ``FCALL_RO``), EVALSHA, or
+        EVAL with the full source after a NOSCRIPT reply."""
+        script = self.script
+        if script is None:
             return self.args
-        head: WireCommand = (
-            ("EVAL", self.script.source) if with_source else ("EVALSHA", self.script.sha)
-        )
+        head: WireCommand
+        if form <= LOAD_FCALL:
+            head = ("FCALL_RO" if script.read_only else "FCALL", script.function)
+        elif form == EVALSHA:
+            head = ("EVALSHA", script.sha)
+        else:
+            head = ("EVAL", script.source)
         return (*head, len(self.keys), *self.keys, *self.args)
 
 
@@ -134,9 +157,20 @@ class Exchange(Generic[T]):
     :class:`~ctxstore.errors.DurabilityError` carrying it.
     """
 
-    def __init__(self, operation: Operation[T], durability: Durability | None = None) -> None:
+    def __init__(
+        self,
+        operation: Operation[T],
+        durability: Durability | None = None,
+        lua: LuaDispatch | None = None,
+    ) -> None:
         self._operation = operation
         self._durability = durability
+        #: Functions or scripts (None: scripts, for an exchange driven outside a store).
+        self._lua = lua
+        #: Each current call's form on the wire (FCALL ... EVAL), for the next request.
+        self._forms: list[int] = []
+        #: Why a call's function failed, for the error when its script is refused too.
+        self._function_errors: dict[int, Outcome] = {}
         self._shortfall: DurabilityError | None = None
         self._step: Step | None = None
         self._calls: tuple[Call[Any], ...] = ()
@@ -173,7 +207,10 @@ class Exchange(Generic[T]):
         commands: list[WireCommand] = []
         for index in self._resend or range(len(self._calls)):
             call = self._calls[index]
-            command = call.wire(with_source=bool(self._resend))
+            form = self._forms[index]
+            if form == LOAD_FCALL and call.script is not None:
+                commands.append(load_command())
+            command = call.wire(form)
             if CHECK_ARGUMENTS and len(command) > MAX_COMMAND_ARGUMENTS:
                 raise RuntimeError(
                     f"{command[0]!r} with {len(command)} arguments: over the "
@@ -191,20 +228,25 @@ class Exchange(Generic[T]):
             self._finish_step()
             return
         targets = self._resend or list(range(len(self._calls)))
-        expected = sum(1 + self._waits_after(self._calls[i]) for i in targets)
+        expected = sum(1 + self._waits_after(self._calls[i]) + self._loads(i) for i in targets)
         if len(replies) != expected:
             raise RuntimeError(f"expected {expected} replies, got {len(replies)}")
         pending = iter(replies)
         retry = []
         for index in targets:
             call = self._calls[index]
+            loaded = next(pending) if self._loads(index) else None
             reply = next(pending)
             waits = self._waits_after(call)
             waited = next(pending) if waits else None
-            if call.script is not None and not self._resend and failures.is_noscript(reply):
+            form = self._next_form(index, reply, loaded) if call.script is not None else None
+            if form is not None:
+                self._forms[index] = form
                 retry.append(index)
             else:
                 self._outcomes[index] = self._complete(call, reply)
+                if index in self._function_errors:
+                    self._outcomes[index] = self._unrunnable(index, reply)
                 if waits:
                     self._judge(call, self._outcomes[index], waited)
                 if failures.is_wrong_type(reply) and any(map(expected_type, call.keys)):
@@ -213,6 +255,51 @@ class Exchange(Generic[T]):
         if retry or self._probed:
             return  # the resend, or the keys' types, go in the next round trip
         self._finish_step()
+
+    def _loads(self, index: int) -> bool:
+        """Whether the call's request carries the library's load before it."""
+        return self._forms[index] == LOAD_FCALL and self._calls[index].script is not None
+
+    def _next_form(self, index: int, reply: Outcome, loaded: Outcome) -> int | None:
+        """The form to send the script call ``index`` again in, after ``reply`` (and the
+        library's load, ``loaded``, sent before it); None when ``reply`` is its outcome."""
+        form, lua = self._forms[index], self._lua
+        if form <= LOAD_FCALL and lua is not None:
+            missing = failures.is_function_missing(reply)
+            if missing and form == FCALL:
+                return LOAD_FCALL
+            if (
+                missing
+                and isinstance(loaded, Exception)
+                and not failures.is_library_present(loaded)
+            ):
+                cause, what = loaded, "FUNCTION LOAD"
+            elif failures.refuses_functions(reply):
+                cause, what = reply, "FCALL"
+            else:
+                return None  # the function's own outcome
+            self._function_errors[index] = cause
+            if lua.may_fall_back():
+                lua.fall_back(f"{what} was refused ({cause})")
+                return EVALSHA
+            return None
+        if form == EVALSHA and failures.is_noscript(reply):
+            return EVAL
+        if index in self._function_errors and failures.refuses_command(reply) and lua is not None:
+            # Neither way runs here: the next call tries the functions again (an operator may
+            # load the library meanwhile).
+            lua.retry_functions()
+        return None
+
+    def _unrunnable(self, index: int, reply: Outcome) -> Outcome:
+        """The outcome of a call whose function could not run: the script's when it ran as a
+        script, else a ConfigurationError saying what the server refused."""
+        cause = self._function_errors[index]
+        if self._forms[index] <= LOAD_FCALL:  # no fallback (scripting="functions")
+            return unloadable_error(load_library().name, cause)
+        if failures.refuses_command(reply):
+            return neither_error(load_library().name, cause, reply)
+        return self._outcomes[index]
 
     def _name_wrong_types(self, types: Sequence[Outcome]) -> None:
         """A call that Redis refused for a key of the wrong type (a corrupt chat: its ``log``
@@ -311,6 +398,9 @@ class Exchange(Generic[T]):
         if not self._calls:
             raise RuntimeError("an operation yielded an empty batch")
         self._outcomes = [None] * len(self._calls)
+        first = FCALL if self._lua is not None and self._lua.functions else EVALSHA
+        self._forms = [first] * len(self._calls)
+        self._function_errors = {}
         self._resend = []
 
 

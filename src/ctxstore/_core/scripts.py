@@ -12,6 +12,15 @@ with those it uses (directly or through other definitions), in library order, be
 one operation is always one EVALSHA. Only those: Redis runs a script's whole text on every call,
 and defining every helper cost about 5 microseconds a call.
 
+The same files make one Redis Functions library (:func:`load_library`): every library
+definition once, then each entry script as a function of its keys and arguments, named after
+the library (``ctxstore_<format>_<hash>_<operation>``; function names are global to a server,
+so two releases' libraries live side by side). A script that runs only reading commands is
+registered ``no-writes`` and called with ``FCALL_RO``. Loaded once per server, a call runs only
+its function, where an ``EVALSHA`` runs its script's whole text, helpers included, on every
+call. The per-script sources stay for servers without functions
+(:mod:`ctxstore._core.dispatch`).
+
 The header comment of each script names its keys (``-- KEYS[1] chat``); the loader parses it and
 callers build their key list from those names, which keeps Python and Lua from drifting apart.
 """
@@ -46,6 +55,47 @@ LIBRARY: tuple[str, ...] = (
     "streams",
     "jobs",
     "threads",
+)
+
+#: The commands that only read. A script (its library definitions included) that calls no other
+#: command, and names every command it calls literally, is registered ``no-writes``: Redis then
+#: refuses any write it might try, and it runs on a replica and under ``FCALL_RO``.
+READ_COMMANDS = frozenset(
+    {
+        "EXISTS",
+        "GET",
+        "GETRANGE",
+        "HEXISTS",
+        "HGET",
+        "HGETALL",
+        "HKEYS",
+        "HLEN",
+        "HMGET",
+        "HSTRLEN",
+        "HVALS",
+        "LINDEX",
+        "LLEN",
+        "LRANGE",
+        "PTTL",
+        "SCAN",
+        "STRLEN",
+        "TTL",
+        "TYPE",
+        "XLEN",
+        "XRANGE",
+        "XREVRANGE",
+        "ZCARD",
+        "ZCOUNT",
+        "ZRANGE",
+        "ZRANGEBYLEX",
+        "ZRANGEBYSCORE",
+        "ZREVRANGE",
+        "ZREVRANGEBYLEX",
+        "ZREVRANGEBYSCORE",
+        "ZREVRANK",
+        "ZRANK",
+        "ZSCORE",
+    }
 )
 
 #: Set (to anything but "" or "0") to load every script with a check, on each command it runs,
@@ -92,6 +142,33 @@ end
 """
 
 
+#: The same check in a function library: the declared keys are the running function's, set by
+#: ``ctx_declare`` when it starts (a function gets its keys as a parameter, not as KEYS).
+_LIBRARY_KEY_CHECK = _KEY_CHECK.replace(
+    """if #KEYS == 0 then
+  return redis.error_reply('CTX_UNDECLARED ' .. cjson.encode({reason = 'a script with no KEYS'}))
+end
+local ctx_declared = {}
+for _, key in ipairs(KEYS) do
+  ctx_declared[key] = true
+end
+""",
+    """local ctx_declared = {}
+local function ctx_declare(keys)
+  if #keys == 0 then
+    return redis.error_reply('CTX_UNDECLARED ' .. cjson.encode({reason = 'a script with no KEYS'}))
+  end
+  ctx_declared = {}
+  for _, key in ipairs(keys) do
+    ctx_declared[key] = true
+  end
+end
+""",
+)
+#: What a function runs first under the key check.
+_DECLARE = "local ctx_refused = ctx_declare(KEYS)\nif ctx_refused then return ctx_refused end\n"
+
+
 def with_key_check(source: str) -> str:
     """``source`` with every ``redis.call`` checked against the script's KEYS (see
     :data:`CHECK_KEYS_ENV`)."""
@@ -110,7 +187,7 @@ _ARG_LINE = re.compile(r"^-- ARGV\[(\d+)(?:\.\.)?\]\s+(\S+)", re.MULTILINE)
 @dataclass(frozen=True)
 class LuaScript:
     """One entry script: its name, full source (the library definitions it uses included), SHA1
-    and declared keys."""
+    and declared keys, and its function in the library."""
 
     name: str
     source: str
@@ -120,6 +197,20 @@ class LuaScript:
     #: How many of ``key_names`` every call passes; the rest are optional (``optional:`` in the
     #: header) and passed together or not at all.
     required_keys: int
+    #: Its function's name in the library of this release (:func:`load_library`).
+    function: str = ""
+    #: It only reads: registered ``no-writes``, called with ``FCALL_RO``.
+    read_only: bool = False
+
+
+@dataclass(frozen=True)
+class FunctionLibrary:
+    """The Redis Functions library of this release: its name (``ctxstore_<format>_<hash>``),
+    its code (what ``FUNCTION LOAD`` takes) and its functions, by entry script."""
+
+    name: str
+    code: str
+    functions: tuple[str, ...]
 
 
 def script_dir() -> Path:
@@ -238,6 +329,69 @@ def _library(folder: Path) -> tuple[tuple[str, str], ...]:
     return tuple(library_blocks(read_library(folder / LIBRARY_FOLDER)))
 
 
+_CALLED = re.compile(r"redis\.p?call\(\s*(?:'(\w+)'|\"(\w+)\"|)")
+
+
+def reads_only(source: str) -> bool:
+    """Whether every command ``source`` calls is named literally and in :data:`READ_COMMANDS`."""
+    for single, double in _CALLED.findall(source):
+        command = (single or double).upper()
+        if command not in READ_COMMANDS:
+            return False  # a write, or a command named by a variable ("" here)
+    return True
+
+
+@functools.cache
+def _bodies(folder: Path) -> tuple[tuple[str, str], ...]:
+    """Every entry script's own text (no library), by name, in name order."""
+    names = sorted(path.stem for path in folder.glob("*.lua"))
+    return tuple((name, (folder / f"{name}.lua").read_text(encoding="utf-8")) for name in names)
+
+
+def _function_body(body: str, checking: bool) -> str:
+    """An entry script as the body of a function of (KEYS, ARGV): the names it uses for its
+    keys and arguments become the function's parameters, so the same text runs both ways."""
+    return (_DECLARE if checking else "") + body
+
+
+def library_code(
+    blocks: Sequence[tuple[str, str]], bodies: Sequence[tuple[str, str]], *, checking: bool
+) -> FunctionLibrary:
+    """The Functions library of ``blocks`` (library definitions, in order) and ``bodies``
+    (entry scripts): named after its format and the SHA1 of its code, every function named
+    after the library."""
+    parts = [text for _name, text in blocks]
+    for name, body in bodies:
+        flags = ", flags = {'no-writes'}" if reads_only(needed_library(blocks, body) + body) else ""
+        parts.append(
+            f"redis.register_function{{function_name = LIBRARY .. '_{name}'{flags}, "
+            f"callback = function(KEYS, ARGV)\n{_function_body(body, checking)}\nend}}\n"
+        )
+    code = "\n".join(parts)
+    if checking:  # the check's own call is the one left unchecked
+        code = _LIBRARY_KEY_CHECK + code.replace("redis.call(", "ctx_checked_call(")
+    digest = hashlib.sha1(code.encode("utf-8")).hexdigest()[:16]
+    name = f"ctxstore_{_library_format(blocks)}_{digest}"
+    header = f"#!lua name={name}\nlocal LIBRARY = '{name}'\n"
+    return FunctionLibrary(name, header + code, tuple(f"{name}_{body}" for body, _ in bodies))
+
+
+def _library_format(blocks: Sequence[tuple[str, str]]) -> str:
+    """The format this library writes (``FORMAT`` in ``lib/base.lua``)."""
+    match = re.search(r"^local FORMAT = '(\w+)'", dict(blocks)["FORMAT"], re.MULTILINE)
+    if match is None:
+        raise ValueError(f"{LIBRARY_FOLDER}/base.lua must define FORMAT")
+    return match.group(1)
+
+
+@functools.cache
+def load_library() -> FunctionLibrary:
+    """The Functions library of this release (with the key check when
+    :data:`CHECK_KEYS_ENV` asks for it); cached for the process."""
+    folder = script_dir()
+    return library_code(_library(folder), _bodies(folder), checking=checking_service_rules())
+
+
 @functools.cache
 def load_script(name: str) -> LuaScript:
     """Load ``lua/<name>.lua`` with the library definitions it uses; cached for the process."""
@@ -245,10 +399,12 @@ def load_script(name: str) -> LuaScript:
     body = (folder / f"{name}.lua").read_text(encoding="utf-8")
     key_names, arg_names, required = parse_contract(name, body)
     source = f"{needed_library(_library(folder), body)}\n{body}"
+    read_only = reads_only(source)
     if checking_service_rules():
         source = with_key_check(source)
     sha = hashlib.sha1(source.encode("utf-8")).hexdigest()
-    return LuaScript(name, source, sha, key_names, arg_names, required)
+    function = f"{load_library().name}_{name}"
+    return LuaScript(name, source, sha, key_names, arg_names, required, function, read_only)
 
 
 def entry_script_names() -> list[str]:

@@ -19,13 +19,14 @@ from dataclasses import dataclass, field
 
 from ctxstore._base.bounded import BoundedMap
 from ctxstore._core.cache import ChainCache
+from ctxstore._core.dispatch import LuaDispatch
 from ctxstore._core.durability import Durability
 from ctxstore._core.format.sealed import Places
 from ctxstore._core.format.versions import MARKER_RECHECK_SECONDS, KeyspaceMarker
 from ctxstore._core.keyring import DataKeyCache
 from ctxstore._core.keys import Keyspace
 from ctxstore.messages.tokens import MessageCounting, message_counter
-from ctxstore.settings import DEFAULT_CACHE_BYTES, Limits, Settings
+from ctxstore.settings import DEFAULT_CACHE_BYTES, Limits, ScriptingMode, Settings
 
 
 def wall_clock_ms() -> int:
@@ -116,6 +117,7 @@ class ServerRegistry:
         self.capacity = capacity
         self._caches: OrderedDict[str, ProcessCaches] = OrderedDict()
         self._checked: OrderedDict[str, None] = OrderedDict()
+        self._dispatch: OrderedDict[str, LuaDispatch] = OrderedDict()
         self._lock = threading.Lock()
 
     def caches(
@@ -148,6 +150,21 @@ class ServerRegistry:
                     places=caches.places,
                 )
             return caches
+
+    def dispatch(self, server: str | None, mode: ScriptingMode) -> LuaDispatch:
+        """How calls reach ``server``'s Lua with ``mode``: decided once per server and mode for
+        the stores of this process (a private one when ``server`` is None)."""
+        if server is None or mode == "scripts":
+            return LuaDispatch(mode)
+        name = f"{server}|{mode}"
+        with self._lock:
+            dispatch = self._dispatch.get(name)
+            if dispatch is None:
+                dispatch = self._dispatch[name] = LuaDispatch(mode)
+            self._dispatch.move_to_end(name)
+            while len(self._dispatch) > self.capacity:
+                self._dispatch.popitem(last=False)
+            return dispatch
 
     def all_caches(self) -> list[ProcessCaches]:
         """The caches of every server and keyspace this process knows now."""
@@ -208,6 +225,8 @@ class StoreState:
     show_closed: bool = False
     #: Such a store's memory of which chats are sealed: (chat id, incarnation) -> sealed.
     sealed_chats: BoundedMap[tuple[str, str], bool] = field(default_factory=BoundedMap)
+    #: Whether calls go as the library's functions or as scripts (shared per server).
+    lua: LuaDispatch = field(default_factory=LuaDispatch)
 
     @property
     def limits(self) -> Limits:

@@ -38,6 +38,7 @@ from ctxstore._core.format.portable import dumps_line
 from ctxstore.cli import views
 from ctxstore.cli.diagrams import to_dot, to_json, to_mermaid
 from ctxstore.cli.files import FileProblemError, opened_lines, write_text
+from ctxstore.cli.functions import add_functions_command
 from ctxstore.cli.lifecycle import ConfirmationRefusedError, add_lifecycle_commands
 from ctxstore.cli.local import add_local_command
 from ctxstore.cli.terminal import BROKEN_PIPE_EXIT, Style, confirm, silence_stdout
@@ -384,6 +385,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     _add_verify(commands)
     add_lifecycle_commands(commands, _open_store, _interactive)
+    add_functions_command(commands, _open_store)
     add_worker_command(commands, _positive_int)
     add_local_command(commands)
     add_web_command(commands)

@@ -18,7 +18,7 @@ from ctxstore._base.plans import adrive, aperformer, arun_plan
 from ctxstore._base.twins import documented_by
 from ctxstore._core import telemetry
 from ctxstore._core.driving import Driven
-from ctxstore._core.failures import TRANSPORT_ERRORS
+from ctxstore._core.failures import TRANSPORT_ERRORS, translate
 from ctxstore._core.ops import append as append_ops
 from ctxstore._core.ops import (
     branches,
@@ -26,6 +26,7 @@ from ctxstore._core.ops import (
     checkpoints,
     data_keys,
     erasure,
+    functions,
     graph,
     health,
     listing,
@@ -56,6 +57,7 @@ from ctxstore.models import (
     ErasureProgress,
     ErasureReceipt,
     ExistingPolicy,
+    FunctionsReport,
     Health,
     KeyRotation,
     MessageInput,
@@ -168,13 +170,15 @@ class AsyncStore(StoreShell):
             raise
 
     async def _send(self, commands: list[WireCommand]) -> list[Outcome]:
-        if len(commands) == 1:
-            try:
-                return [await self._client.execute_command(*commands[0])]
-            except ResponseError as error:
-                return [error]
         if self._state.cluster:
             await self._client.initialize()  # the router reads the slot map (loaded lazily)
+        if len(commands) == 1:
+            # Routed on a Cluster: redis-py would ask a node for an FCALL's keys first.
+            options = self._route(commands)[0] if self._state.cluster else {}
+            try:
+                return [await self._client.execute_command(*commands[0], **options)]
+            except ResponseError as error:
+                return [error]
         pipe = self._client.pipeline(transaction=False)
         for command, options in zip(commands, self._route(commands), strict=True):
             pipe.execute_command(*command, **options)
@@ -638,6 +642,33 @@ class AsyncStore(StoreShell):
         """The async form of :meth:`Store.rotate_keys`."""
         self._admin_only("rotate_keys")
         return await self.run(data_keys.rotate_keys(self._state))
+
+    async def load_functions(self) -> FunctionsReport:
+        """The async form of :meth:`Store.load_functions`."""
+        self._admin_only("load_functions")
+        commands = list(functions.node_commands())
+        with telemetry.watched(self._state, "load_functions"):
+            try:
+                if not self._state.cluster:
+                    replies = {"server": await self._pipelined(commands, {})}
+                else:
+                    await self._client.initialize()
+                    replies = {
+                        node.name: await self._pipelined(commands, {"target_nodes": node})
+                        for node in self._client.get_primaries()
+                    }
+            except TRANSPORT_ERRORS as error:
+                raise translate(error) from error
+            return functions.functions_report(replies)
+
+    async def _pipelined(
+        self, commands: list[WireCommand], options: dict[str, Any]
+    ) -> list[Outcome]:
+        """``commands`` in one pipeline, each with ``options``; errors in place."""
+        pipe = self._client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command, **options)
+        return list(await pipe.execute(raise_on_error=False))
 
     async def purge_namespace(self, *, confirm: str) -> int:
         """The async form of :meth:`Store.purge_namespace`."""

@@ -334,14 +334,16 @@ def is_cluster_client(client: Any) -> bool:
 
 #: Commands that wait for what their connection wrote before them (``durability=``).
 _WAITS = ("WAIT", "WAITAOF")
+#: Commands whose first key follows the script or function and the key count.
+_SCRIPTED = ("EVAL", "EVALSHA", "FCALL", "FCALL_RO")
 
 
 def routing_key(command: tuple[Any, ...]) -> Any:
     """The first key of a wire command (None for keyless commands)."""
     name = str(command[0]).upper()
-    if name in ("EVAL", "EVALSHA"):
+    if name in _SCRIPTED:
         return command[3] if int(command[2]) > 0 else None
-    return command[1] if len(command) > 1 and name not in ("CONFIG", *_WAITS) else None
+    return command[1] if len(command) > 1 and name not in ("CONFIG", "FUNCTION", *_WAITS) else None
 
 
 Router = Callable[[Sequence[tuple[Any, ...]]], list[dict[str, Any]]]
@@ -352,11 +354,13 @@ def pipeline_router(client: Any) -> Router:
 
     redis-py's sync ClusterPipeline asks a server (``COMMAND GETKEYS``) for the keys of every
     EVALSHA it queues: one extra round trip per pipeline. Naming the target node skips that;
-    on a MOVED reply the pipeline still re-routes as usual. A ``WAIT`` / ``WAITAOF`` has no key
+    on a MOVED reply the pipeline still re-routes as usual. (For an ``FCALL`` it would ask even
+    for a single command, so the shells route those too.) A ``WAIT`` / ``WAITAOF`` has no key
     and counts what its own connection wrote: it goes to the node of the command before it, the
-    write it waits for (left to redis-py, a keyless command goes to a node of its choosing).
-    Other clients need no options. The slot map must be loaded (an async Cluster client loads
-    it lazily)."""
+    write it waits for (left to redis-py, a keyless command goes to a node of its choosing). A
+    ``FUNCTION LOAD`` goes to the node of the command after it: the call that found its function
+    missing there. Other clients need no options. The slot map must be loaded (an async Cluster
+    client loads it lazily)."""
     if not is_cluster_client(client):
         return lambda commands: [{} for _command in commands]
 
@@ -365,8 +369,11 @@ def pipeline_router(client: Any) -> Router:
     def route(commands: Sequence[tuple[Any, ...]]) -> list[dict[str, Any]]:
         options: list[dict[str, Any]] = []
         key = None
-        for command in commands:
-            if str(command[0]).upper() not in _WAITS:
+        for index, command in enumerate(commands):
+            name = str(command[0]).upper()
+            if name == "FUNCTION" and index + 1 < len(commands):
+                key = routing_key(commands[index + 1])
+            elif name not in _WAITS:
                 key = routing_key(command)
             options.append({} if key is None else {"target_nodes": node_of(key)})
         return options

@@ -11,7 +11,7 @@ from ctxstore._core.server_checks import durability_checked_key
 from ctxstore._core.state import REGISTRY, StoreState, wall_clock_ms
 from ctxstore.errors import ConfigurationError
 from ctxstore.messages.tokens import message_counter
-from ctxstore.settings import SETTINGS_FIELDS, Settings, settings_of
+from ctxstore.settings import SETTINGS_FIELDS, Settings, scripting_of, settings_of
 from ctxstore.store.connection import (
     DEFAULT_SOCKET_TIMEOUT,
     Target,
@@ -103,6 +103,7 @@ def store_parts(
         durability=durable,
         check_server=not is_memory_client(client) and not REGISTRY.checked(server),
         default_ttl_ms=settings.ttl_ms,
+        lua=REGISTRY.dispatch(server, scripting_of(settings.scripting)),
     )
     state.check_durability = durable is not None and not REGISTRY.checked(
         durability_checked_key(state)

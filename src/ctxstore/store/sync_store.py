@@ -16,7 +16,7 @@ from redis.exceptions import ResponseError
 from ctxstore._base.plans import drive, performer, run_plan
 from ctxstore._core import telemetry
 from ctxstore._core.driving import Driven
-from ctxstore._core.failures import TRANSPORT_ERRORS
+from ctxstore._core.failures import TRANSPORT_ERRORS, translate
 from ctxstore._core.ops import append as append_ops
 from ctxstore._core.ops import (
     branches,
@@ -24,6 +24,7 @@ from ctxstore._core.ops import (
     checkpoints,
     data_keys,
     erasure,
+    functions,
     graph,
     health,
     listing,
@@ -52,6 +53,7 @@ from ctxstore.models import (
     ErasureProgress,
     ErasureReceipt,
     ExistingPolicy,
+    FunctionsReport,
     Health,
     KeyRotation,
     MessageInput,
@@ -144,8 +146,10 @@ class Store(StoreShell):
         if len(commands) == 1 and self._line is not None:
             return [self._line.execute(commands[0])]
         if len(commands) == 1:
+            # Routed on a Cluster: redis-py would ask a node for an FCALL's keys first.
+            options = self._route(commands)[0] if self._state.cluster else {}
             try:
-                return [self._client.execute_command(*commands[0])]
+                return [self._client.execute_command(*commands[0], **options)]
             except ResponseError as error:
                 return [error]
         pipe = self._client.pipeline(transaction=False)
@@ -692,6 +696,33 @@ class Store(StoreShell):
         only (it scans the namespace's keys). See docs/encryption.md."""
         self._admin_only("rotate_keys")
         return self.run(data_keys.rotate_keys(self._state))
+
+    def load_functions(self) -> FunctionsReport:
+        """Load this release's Redis Functions library on every primary (a store loads it
+        itself where a call finds it missing, when its user may: a tenant of
+        ``deploy/acl.conf`` may not), and list the ctxstore libraries each then holds. An
+        operator's call: on ``store.admin()`` only (``ctxstore functions load``; docs/speed.md)."""
+        self._admin_only("load_functions")
+        commands = list(functions.node_commands())
+        with telemetry.watched(self._state, "load_functions"):
+            try:
+                if not self._state.cluster:
+                    replies = {"server": self._pipelined(commands, {})}
+                else:
+                    replies = {
+                        node.name: self._pipelined(commands, {"target_nodes": node})
+                        for node in self._client.get_primaries()
+                    }
+            except TRANSPORT_ERRORS as error:
+                raise translate(error) from error
+            return functions.functions_report(replies)
+
+    def _pipelined(self, commands: list[WireCommand], options: dict[str, Any]) -> list[Outcome]:
+        """``commands`` in one pipeline, each with ``options``; errors in place."""
+        pipe = self._client.pipeline(transaction=False)
+        for command in commands:
+            pipe.execute_command(*command, **options)
+        return list(pipe.execute(raise_on_error=False))
 
     def purge_namespace(self, *, confirm: str) -> int:
         """Remove every key of the store's namespace (a tenant offboarded), in bounded batches,
