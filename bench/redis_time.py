@@ -9,16 +9,18 @@ A save (``store.append`` of one 200-character message at chain length L) is set 
   checks need: the head's record, the token entry before it) with none of its Lua, called with
   arguments of the append's shape (12 keys, 5 arguments, new bytes each call): what the
   commands alone cost;
-* the **script floor**: the command floor run after the library definitions the append script
-  carries (every EVALSHA runs a script's whole text, so its helpers are defined on each call):
-  what a script of that size costs before any of its logic, so the difference is the logic.
+* the **function floor**: the command floor as a Redis function of a library of its own, called
+  with ``FCALL`` as the append is (a library is loaded once; a call runs only its function, where
+  an ``EVALSHA`` runs its script's whole text, helpers included): what the append's commands
+  cost in a function before any of its logic, so the difference is the logic. (Before the
+  library, this floor was the command floor after the append script's library definitions.)
 
 A read (``store.load_branch`` of the chain, cold: the process cache cleared) is set against an
 ``LRANGE`` of the same log.
 
 Blocks of K calls of each kind alternate (rotating which goes first); each block's time per
 call is read through another connection, and the report gives the medians and their ratios.
-Scripts are told apart by block, not by name (all run as EVALSHA).
+Scripts are told apart by block, not by name.
 
 ``python bench/redis_time.py [--blocks N] [--per-block K] [--length L]``
 """
@@ -39,15 +41,9 @@ import redis
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import ctxstore
-from ctxstore._core.scripts import load_script, script_dir
 
 from redis_info import command_stats
 from workload import build_chat
-
-
-def _append_body() -> str:
-    """lua/append.lua as written (the loaded source is the library's definitions, then it)."""
-    return (script_dir() / "append.lua").read_text(encoding="utf-8")
 
 
 SCENARIO = "redis_time"
@@ -187,15 +183,20 @@ def _floors(plain: Any, length: int, per_block: int) -> list[tuple[str, Callable
     plain.rpush("{f}log", *([RECORD] * length))
     plain.set("{f}tok", b"\x00" * (6 * length))
     plain.hset("{f}chat", mapping={"user_id": "alice", "fmt": "2", "inc": "i", "updated_at": 1})
-    library = load_script("append").source.removesuffix(_append_body())
+    plain.function_load(
+        "#!lua name=bench_floor\nredis.register_function('bench_command_floor', "
+        f"function(KEYS, ARGV)\n{COMMAND_FLOOR}\nend)",
+        replace=True,
+    )
+
+    def function_floor(keys: list[str], args: list[Any]) -> Any:
+        return plain.fcall("bench_command_floor", len(keys), *keys, *args)
+
     serial = iter(range(10**9))
     return [
         ("floor", _floor_calls(plain.register_script(FLOOR), per_block, serial)),
         ("command_floor", _shaped_calls(plain.register_script(COMMAND_FLOOR), per_block, serial)),
-        (
-            "script_floor",
-            _shaped_calls(plain.register_script(library + COMMAND_FLOOR), per_block, serial),
-        ),
+        ("script_floor", _shaped_calls(function_floor, per_block, serial)),
     ]
 
 
@@ -263,7 +264,7 @@ def describe(result: RedisTime) -> str:
             f" -> {result.append_x_floor:.2f}x",
             f"  command floor (the script's commands, no Lua): {result.command_floor_us:.1f} us"
             f" -> {result.append_x_command_floor:.2f}x",
-            f"  script floor (the same after the library's definitions):"
+            f"  function floor (the same commands as a function, FCALL):"
             f" {result.script_floor_us:.1f} us -> {result.append_x_script_floor:.2f}x;"
             f" itself {result.script_floor_x_floor:.2f}x the floor",
             f"  cold load_branch of 1,000: {result.read_us:.1f} us;"

@@ -12,8 +12,8 @@
 -- KEYS[11] user_chats  optional: the owner's chat index (with KEYS[10])
 -- KEYS[12] jobs        optional: the compaction job stream of this chat's shard (with KEYS[10])
 -- KEYS[13] trimmed     optional: that stream's count of jobs trimmed untaken (with KEYS[12])
--- ARGV[1] call       the call's fields, tab-separated, in this order (one argument: each
---                    argument costs the client and Redis time on the hottest path):
+-- ARGV[1] call       the call's fields, tab-separated, in this order (lib/calls.lua: a shape
+--                    in backticks is the field's Lua pattern):
 --   call.user          the caller, "" for anyone (another owner's chat is refused)
 --   call.inc           the incarnation the caller knows, "" for any; "#<fence>" after it
 --                      inside a turn (see lib/base.lua)
@@ -21,23 +21,23 @@
 --   call.expected      the head id the caller last saw, "" for an empty branch
 --   call.on_conflict   raise | rebase | fork: when the head is not `expected`
 --   call.on_existing   raise | fork: for a message id the chat already holds
---   call.now           epoch milliseconds
+--   call.now `%d+`     epoch milliseconds
 --   call.request       the request id ("" for none): a resent call is answered from its summary
 --                      (see lib/requests.lua), the first write's reply
 --   call.chat_id       the chat's id, for the index entries ("" without KEYS[10..11])
 --   call.index_owner   the owner the index keys KEYS[10..11] were built for ("" without them)
---   call.soft_tokens   a compaction threshold ("" for none)
---   call.job_ttl       ms after which a compaction job that settled nothing may be enqueued again
---   call.keep          the messages a compaction keeps verbatim (carried by the job)
---   call.base          the chain tokens the client assumed before the first message
---   call.digest        a digest of the messages (chosen ids, payloads, metadata): a call under
+--   call.soft_tokens `%d*` a compaction threshold ("" for none)
+--   call.job_ttl `%d*` ms after which a compaction job that settled nothing may be enqueued again
+--   call.keep `%d*`    the messages a compaction keeps verbatim (carried by the job)
+--   call.base `%d+`    the chain tokens the client assumed before the first message
+--   call.digest `[%w_%-]*` a digest of the messages (chosen ids, payloads, metadata): a call under
 --                      a request id already used whose digest differs is refused
---   call.recall        "1": look the request id up whatever the head (a caller's own request
+--   call.recall `1?`   "1": look the request id up whatever the head (a caller's own request
 --                      id, which a retry may send after anything); "": only when the call
 --                      could be a resend (the head moved on, or chosen ids)
---   call.trace         the caller's W3C traceparent ("" for none): carried by the compaction
+--   call.trace `[%x%-]*` the caller's W3C traceparent ("" for none): carried by the compaction
 --                      job this append enqueues, so the worker's span joins the save's trace
---   call.seal          "" for records in the clear (a chat of FORMAT); for sealed records (a
+--   call.seal `[%w:=%-]*` "" for records in the clear (a chat of FORMAT); for sealed records (a
 --                      chat of SEALED_FORMAT) the place the client sealed them for, the layout
 --                      "<inc>:<first position>:<parent of the first>" then ":<i>=<parent>" for
 --                      each later message i (1-based) whose parent is not the position before
@@ -166,15 +166,14 @@ end
 return run(function()
   local chat, log, alias, runs, branch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
   local reqs, tok, summary_key = KEYS[6], KEYS[7], KEYS[8]
-  local user, known_inc, target, expected, on_conflict, on_existing, now, request, chat_id,
-        index_owner, soft_tokens, job_ttl, keep, token_base, digest, recall, trace, seal =
-    string.match(ARGV[1],
-      '^([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t([^\t]*)\t(%d+)\t([^\t]*)\t' ..
-      '([^\t]*)\t([^\t]*)\t(%d*)\t(%d*)\t(%d*)\t(%d+)\t([%w_%-]*)\t(1?)\t([%x%-]*)\t' ..
-      '([%w:=%-]*)$')
-  if not user then
-    fail('INVALID', {reason = 'malformed call fields'})
-  end
+  local call = call_fields(ARGV[1], CALL_FIELDS, CALL_SHAPES)
+  local user, known_inc, target, expected, on_conflict = call.user, call.inc, call.branch,
+    call.expected, call.on_conflict
+  local on_existing, now, request, chat_id, index_owner = call.on_existing, call.now,
+    call.request, call.chat_id, call.index_owner
+  local soft_tokens, job_ttl, keep, token_base, digest = call.soft_tokens, call.job_ttl,
+    call.keep, call.base, call.digest
+  local recall, trace, seal = call.recall, call.trace, call.seal
   now = tonumber(now)
   -- The records: ARGV[first_record..last_record], or the table cut from a packed call.
   local given, first_record, last_record = ARGV, FIRST_RECORD_ARG, #ARGV
@@ -207,9 +206,9 @@ return run(function()
     local prior = recall_request(reqs, request)
     if prior then
       local reply = recalled_append(reqs, request, prior, digest, updated_before)
-      reply[8], reply[10] = owner, inc
-      reply[9] = index(chat_id, index_owner, owner, reply[7])
-      return reply
+      reply.owner, reply.incarnation = owner, inc
+      reply.indexed = index(chat_id, index_owner, owner, reply.updated_at)
+      return reply_of(reply, REPLY_FIELDS)
     end
   end
   check_fence(chat, fence)
@@ -493,7 +492,10 @@ return run(function()
     end
   end
   slide_expiry(ttl, {chat, log, alias, runs, branch, KEYS[9], tok, summary_key, reqs})
-  return {target, first, edits, rebased, conflict_fork, created_names, updated_at, owner,
-          index(chat_id, index_owner, owner, updated_at), inc, context_tokens, job, enqueued,
-          head_tokens, 0}
+  return reply_of({branch = target, first = first, edits = edits, rebased = rebased,
+                   conflict_fork = conflict_fork, created = created_names,
+                   updated_at = updated_at, owner = owner,
+                   indexed = index(chat_id, index_owner, owner, updated_at), incarnation = inc,
+                   context_tokens = context_tokens, job = job, enqueued = enqueued,
+                   head_tokens = head_tokens, resent = 0}, REPLY_FIELDS)
 end)

@@ -73,8 +73,9 @@ local function remember_in_chat(chat_key, reqs_key, request, summary, slot)
 end
 
 -- The reply of append.lua to a call whose request id the ring remembers (`prior`, its summary):
--- the first write's reply, as it was, without writing. Fields 8 to 10 (owner, indexed,
--- incarnation) are the caller's to fill; the head's tokens are -1 (not known here). A summary
+-- the first write's reply, as it was, without writing, by name (lib/calls.lua). The owner,
+-- incarnation and index entries are the caller's to fill; the head's tokens are -1 (not known
+-- here). A summary
 -- with a digest of other messages than this call's (`digest`) is a request id used twice:
 -- refused. A summary of an earlier release (6 fields, no digest, no first reply's figures)
 -- answers with the chat's updated_at (`updated_before`) and no context size.
@@ -103,7 +104,9 @@ local function recalled_append(reqs_key, request, prior, digest, updated_before)
   for item in string.gmatch(edits, '%d+') do
     edit_list[#edit_list + 1] = tonumber(item)
   end
-  return {name, tonumber(first), edit_list, tonumber(rebased), fork, created_list,
-          tonumber(updated_at), '', 0, '', tonumber(context), (string.gsub(job, ':', '\t')),
-          tonumber(enqueued), -1, 1}
+  return {branch = name, first = tonumber(first), edits = edit_list,
+          rebased = tonumber(rebased), conflict_fork = fork, created = created_list,
+          updated_at = tonumber(updated_at), owner = '', indexed = 0, incarnation = '',
+          context_tokens = tonumber(context), job = (string.gsub(job, ':', '\t')),
+          enqueued = tonumber(enqueued), head_tokens = -1, resent = 1}
 end

@@ -19,7 +19,9 @@ from ctxstore._core.scripts import (
     LIBRARY_FOLDER,
     definition_blocks,
     entry_script_names,
+    header_fields,
     library_blocks,
+    load_library,
     load_script,
     needed_library,
     read_library,
@@ -340,32 +342,66 @@ def header_names(script: str, prefix: str) -> list[str]:
 
 
 def test_the_append_call_fields_are_named_once_in_wire_order() -> None:
-    """``AppendCall`` is ARGV[1] field by field, in the order the script reads them."""
+    """``AppendCall`` is ARGV[1] field by field, in the order of the script's header: the
+    loader gives the script those names (lib/calls.lua), so a new field is one header line
+    and one ``AppendCall`` field."""
     from ctxstore._core.ops.append import AppendCall
 
     assert header_names("append", "call") == list(AppendCall._fields)
+    calls, _replies = header_fields((script_dir() / "append.lua").read_text())
+    assert [name for name, _shape in calls] == list(AppendCall._fields)
+    listed = ", ".join(repr(name) for name in AppendCall._fields)
+    assert f"local CALL_FIELDS = {{{listed}}}" in load_script("append").source
+    assert f"local CALL_FIELDS = {{{listed}}}" in load_library().code
     body = (script_dir() / "append.lua").read_text().split("\n\n", 1)[1]
-    pattern = re.search(r"string\.match\(ARGV\[1\],\s*(.*?)\)\n", body, re.DOTALL)
-    assert pattern is not None
-    captures = re.findall(r"\(([^()]*)\)", pattern.group(1).replace("' ..\n", ""))
-    assert len(captures) == len(AppendCall._fields)
+    assert "string.match(ARGV[1]" not in body  # the fields are read by name only
+    used = set(re.findall(r"\bcall\.(\w+)", body))
+    assert used == set(AppendCall._fields), used ^ set(AppendCall._fields)
 
 
 def test_the_append_reply_is_named_once_in_its_order() -> None:
+    """Both replies (a first call's, and a resent call's from lib/requests.lua) are tables by
+    name holding exactly the header's ``reply.<name>`` fields, which ``AppendReply`` lists in
+    the same order; the loader orders them (lib/calls.lua)."""
     from ctxstore._core.ops.append import AppendReply
 
     assert header_names("append", "reply") == list(AppendReply._fields)
     body = (script_dir() / "append.lua").read_text()
     recalled = (script_dir() / "lib" / "requests.lua").read_text()
-    replies = [
-        top_level_items(found)
-        for text in (body, recalled)
-        for found in re.findall(r"return \{(.*?)\}\n", text, re.DOTALL)
-    ]
-    replies = [items for items in replies if len(items) > 3]  # not an inner table
-    assert len(replies) == 2  # a first call's reply, and a resent call's (lib/requests.lua)
-    for items in replies:
-        assert len(items) == len(AppendReply._fields), items
+    tables = re.findall(r"return reply_of\(\{(.*?)\}, REPLY_FIELDS\)", body, re.DOTALL)
+    tables += re.findall(r"return \{(branch = .*?)\}\n", recalled, re.DOTALL)
+    assert len(tables) == 2
+    for table in tables:
+        names = [item.split("=")[0].strip() for item in top_level_items(table)]
+        assert sorted(names) == sorted(AppendReply._fields), names
+
+
+@pytest.mark.parametrize(
+    ("fields", "refused"),
+    [
+        ("only\tthree\tfields", "fields"),
+        ("\t".join(["x"] * 19), "fields"),  # one too many
+        ("\t".join(["", "", "", "", "raise", "raise", "soon", *[""] * 11]), "now"),
+        ("\t".join(["", "", "", "", "raise", "raise", "1", *[""] * 6, "x", *[""] * 4]), "base"),
+    ],
+)
+def test_malformed_call_fields_are_refused_by_name(
+    namespace: str, fields: str, refused: str
+) -> None:
+    store = ctxstore.connect("memory://", namespace=namespace).admin()
+    store.upsert_chat("c1", "alice")
+    script = load_script("append")
+    chat = store.state.keyspace.chat("c1")
+    keys = [chat.key(name) for name in script.key_names[: script.required_keys]]
+    call = protocol.script_call(script, keys, (fields, "", b"", "", b"r"), parse=lambda r: r)
+
+    def operation() -> protocol.Operation[Any]:
+        return (yield call)
+
+    with pytest.raises(ctxstore.ValidationError, match="malformed call fields") as refusal:
+        store.run(operation())
+    assert refused in str(refusal.value.details)
+    store.close()
 
 
 def top_level_items(text: str) -> list[str]:

@@ -41,6 +41,7 @@ LIBRARY_FOLDER = "lib"
 #: The folder must hold exactly these (``read_library`` checks it).
 LIBRARY: tuple[str, ...] = (
     "base",
+    "calls",
     "checks",
     "branches",
     "msgpack",
@@ -248,6 +249,35 @@ def parse_contract(name: str, text: str) -> tuple[tuple[str, ...], tuple[str, ..
     return tuple(key for _, key, _ in keys), tuple(args), required
 
 
+_CALL_FIELD = re.compile(r"^--\s+call\.(\w+)(?:\s+`([^`\s]+)`)?", re.MULTILINE)
+_REPLY_FIELD = re.compile(r"^--\s+reply\.(\w+)", re.MULTILINE)
+
+
+def header_fields(body: str) -> tuple[list[tuple[str, str]], list[str]]:
+    """The call fields (name, Lua pattern or "") and reply fields a script's header names
+    (``-- call.<name>``, ``-- reply.<name>``; the header ends at the first blank line)."""
+    header = body.split("\n\n", 1)[0]
+    return _CALL_FIELD.findall(header), _REPLY_FIELD.findall(header)
+
+
+def named_fields(name: str, body: str) -> str:
+    """The Lua definitions of the fields ``body``'s header names (see ``lib/calls.lua``):
+    ``CALL_FIELDS`` and ``CALL_SHAPES`` for its call fields, ``REPLY_FIELDS`` for its reply;
+    "" for a script that names none."""
+    calls, replies = header_fields(body)
+    lines = []
+    if calls:
+        shapes = [(field, shape) for field, shape in calls if shape]
+        if any("'" in shape or "\\" in shape for _field, shape in shapes):
+            raise ValueError(f"{name}: a call field's shape holds a quote or a backslash")
+        lines.append(f"local CALL_FIELDS = {{{', '.join(repr(field) for field, _ in calls)}}}")
+        pairs = ", ".join(f"{field} = '^{shape}$'" for field, shape in shapes)
+        lines.append(f"local CALL_SHAPES = {{{pairs}}}")
+    if replies:
+        lines.append(f"local REPLY_FIELDS = {{{', '.join(map(repr, replies))}}}")
+    return "".join(f"{line}\n" for line in lines)
+
+
 _DEFINITION = re.compile(r"^local (?:function )?(\w+)", re.MULTILINE)
 _WORD = re.compile(r"\w+")
 
@@ -363,10 +393,12 @@ def library_code(
     parts = [text for _name, text in blocks]
     for name, body in bodies:
         flags = ", flags = {'no-writes'}" if reads_only(needed_library(blocks, body) + body) else ""
-        parts.append(
+        registered = (
             f"redis.register_function{{function_name = LIBRARY .. '_{name}'{flags}, "
             f"callback = function(KEYS, ARGV)\n{_function_body(body, checking)}\nend}}\n"
         )
+        fields = named_fields(name, body)  # defined once, as the function's upvalues
+        parts.append(f"do\n{fields}{registered}end\n" if fields else registered)
     code = "\n".join(parts)
     if checking:  # the check's own call is the one left unchecked
         code = _LIBRARY_KEY_CHECK + code.replace("redis.call(", "ctx_checked_call(")
@@ -398,7 +430,7 @@ def load_script(name: str) -> LuaScript:
     folder = script_dir()
     body = (folder / f"{name}.lua").read_text(encoding="utf-8")
     key_names, arg_names, required = parse_contract(name, body)
-    source = f"{needed_library(_library(folder), body)}\n{body}"
+    source = f"{needed_library(_library(folder), body)}\n{named_fields(name, body)}{body}"
     read_only = reads_only(source)
     if checking_service_rules():
         source = with_key_check(source)
