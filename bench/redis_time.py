@@ -45,7 +45,6 @@ import ctxstore
 from redis_info import command_stats
 from workload import build_chat
 
-
 SCENARIO = "redis_time"
 
 FLOOR = """

@@ -5,6 +5,12 @@ the floor (ctxstore needs it anyway) and ``python -c pass`` the interpreter alon
 commands run interleaved, one of each per round, so machine noise hits them alike. The first
 save is timed inside the child, from before ``import ctxstore`` to after the append returns
 (connect, server checks, script loading, upsert_chat, append of one message), and printed.
+
+The cold save against its floor: a fresh process's append of one message to an existing chat,
+counting its tokens exactly (``o200k_base``, the default), from before the first import to the
+reply; against the same save by hand: ``import redis, msgpack``, connect, one ``EVAL`` of the
+floor script writing the same record (bench/redis_time.py's ``FLOOR``). Both in fresh
+interpreters from cached bytecode, alternating.
 """
 
 from __future__ import annotations
@@ -57,6 +63,31 @@ else:
 print(count, time.perf_counter_ns() - start)
 """
 
+#: The cold save: a fresh process's append to an existing chat (the store's way), timed from
+#: before the first import to the reply.
+_COLD_SAVE = """
+import sys, time
+start = time.perf_counter_ns()
+import ctxstore
+store = ctxstore.connect(sys.argv[1], namespace=sys.argv[2])
+store.append(sys.argv[3], "main", [{"role": "user", "content": sys.argv[4]}], expected_head=None,
+             on_conflict="rebase", user_id="bench-user")
+print(time.perf_counter_ns() - start)
+"""
+
+#: The same save by hand: redis-py and msgpack, one EVAL of the floor script.
+_COLD_SAVE_BY_HAND = """
+import sys, time
+start = time.perf_counter_ns()
+import msgpack, redis
+client = redis.Redis.from_url(sys.argv[1])
+now = time.time_ns() // 1_000_000
+record = msgpack.packb([-2, now, {"role": "user", "content": sys.argv[4]}, None, "abcdef"])
+keys = [f"bench-hand:{{h}}:{name}" for name in ("chat", "branch", "log", "req", "i1", "i2")]
+client.eval(sys.argv[5], 6, *keys, record, "head", now, f"r{now}")
+print(time.perf_counter_ns() - start)
+"""
+
 COMMANDS = {
     "python -c pass": "pass",
     "import redis": "import redis",
@@ -81,6 +112,15 @@ class FirstSave:
     total: Stat
     import_part: Stat
     ratio_total_to_import: float
+    #: The cold save (an append to an existing chat, exact counting) and the same by hand.
+    cold_save: Stat | None = None
+    by_hand: Stat | None = None
+
+    @property
+    def cold_x_by_hand(self) -> float:
+        if self.cold_save is None or self.by_hand is None:
+            return float("nan")
+        return self.cold_save.median_us / self.by_hand.median_us
 
 
 @dataclass(frozen=True)
@@ -138,18 +178,39 @@ def _first_save_ns(url: str, run: int, text: str) -> tuple[int, int]:
     return int(imported), int(total)
 
 
+def _cold_save_ns(url: str, kind: str, text: str) -> int:
+    """A cold save (``kind`` "store") or the same by hand ("hand"), as the child timed it."""
+    from redis_time import FLOOR
+
+    code = _COLD_SAVE if kind == "store" else _COLD_SAVE_BY_HAND
+    arguments = [sys.executable, "-c", code, url, NAMESPACE, "cold-save", text, FLOOR]
+    done = subprocess.run(arguments, check=True, capture_output=True, text=True, env=_child_env())
+    return int(done.stdout.strip().splitlines()[-1])
+
+
 def startup(url: str | None, runs: int, text: str) -> tuple[ImportTime, FirstSave | Skipped]:
-    """``runs`` rounds of (pass, import redis, import ctxstore, first save), rotated."""
+    """``runs`` rounds of (pass, import redis, import ctxstore, first save, cold save and the
+    same by hand), rotated."""
     samples: dict[str, list[int]] = {name: [] for name in COMMANDS}
     saves: list[tuple[int, int]] = []
+    cold: dict[str, list[int]] = {"store": [], "hand": []}
     names = list(COMMANDS)
     _wall_ns([sys.executable, "-c", "import ctxstore"])  # warm the OS file cache
+    if url is not None:
+        import ctxstore
+
+        with ctxstore.connect(url, namespace=NAMESPACE) as chats:
+            chats.for_user("bench-user").upsert_chat("cold-save")
+        for kind in cold:  # bytecode written, the library loaded
+            _cold_save_ns(url, kind, text)
     for run in range(runs):
         shift = run % len(names)
         for name in names[shift:] + names[:shift]:
             samples[name].append(_wall_ns([sys.executable, "-c", COMMANDS[name]]))
         if url is not None:
             saves.append(_first_save_ns(url, run, text))
+            for kind in ("store", "hand") if run % 2 == 0 else ("hand", "store"):
+                cold[kind].append(_cold_save_ns(url, kind, text))
     stats = {name: summarize(values) for name, values in samples.items()}
     imports = ImportTime(
         runs=runs,
@@ -170,4 +231,6 @@ def startup(url: str | None, runs: int, text: str) -> tuple[ImportTime, FirstSav
         total=total,
         import_part=imported,
         ratio_total_to_import=total.median_us / imported.median_us,
+        cold_save=summarize(cold["store"]),
+        by_hand=summarize(cold["hand"]),
     )

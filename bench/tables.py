@@ -334,6 +334,16 @@ def startup_tables(imports: ImportTime, first: FirstSave | Skipped) -> list[Tabl
             for label, stat in (
                 ("import ctxstore (inside the child)", first.import_part),
                 ("import + connect + upsert_chat + append 1", first.total),
+                *(
+                    (("cold save: import + connect + append 1, exact counting", first.cold_save),)
+                    if first.cold_save is not None
+                    else ()
+                ),
+                *(
+                    (("the same by hand: import redis + msgpack, connect, EVAL", first.by_hand),)
+                    if first.by_hand is not None
+                    else ()
+                ),
             )
         ]
         tables.append(
@@ -341,7 +351,10 @@ def startup_tables(imports: ImportTime, first: FirstSave | Skipped) -> list[Tabl
                 "First save of a fresh process (timed inside the child)",
                 headers,
                 rows,
-                [f"whole first save / its import: {times(first.ratio_total_to_import)}"],
+                [
+                    f"whole first save / its import: {times(first.ratio_total_to_import)}",
+                    f"cold save / the same by hand: {times(first.cold_x_by_hand)}",
+                ],
             )
         )
     return tables

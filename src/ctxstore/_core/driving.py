@@ -38,6 +38,7 @@ class Driven(Generic[T]):
             operation = with_startup_checks(state, operation)
         self._exchange = Exchange(operation, state.durability, state.lua)
         self._over = False
+        self._state = state
 
     @property
     def done(self) -> bool:
@@ -60,6 +61,9 @@ class Driven(Generic[T]):
         """The operation's result (its span ends with it)."""
         result = self._exchange.result
         self._over = True
+        # The call has its reply: the tokenizer opens in the background now, if the counts
+        # came from the compact table (a cold start's first save does not wait for it).
+        self._state.message_tokens.warm()
         if self._watch is not None:
             self._watch.finish(result)
         return result

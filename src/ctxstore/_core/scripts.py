@@ -187,12 +187,11 @@ _ARG_LINE = re.compile(r"^-- ARGV\[(\d+)(?:\.\.)?\]\s+(\S+)", re.MULTILINE)
 
 @dataclass(frozen=True)
 class LuaScript:
-    """One entry script: its name, full source (the library definitions it uses included), SHA1
-    and declared keys, and its function in the library."""
+    """One entry script: its name, declared keys, its function in the library, and (made on
+    first use: a server with functions never needs them) its full source as a script, the
+    library definitions it uses included, and that source's SHA1."""
 
     name: str
-    source: str
-    sha: str
     key_names: tuple[str, ...]
     arg_names: tuple[str, ...]
     #: How many of ``key_names`` every call passes; the rest are optional (``optional:`` in the
@@ -202,6 +201,16 @@ class LuaScript:
     function: str = ""
     #: It only reads: registered ``no-writes``, called with ``FCALL_RO``.
     read_only: bool = False
+
+    @functools.cached_property
+    def source(self) -> str:
+        """What ``EVAL`` sends (where the server has no functions)."""
+        return script_source(self.name)
+
+    @functools.cached_property
+    def sha(self) -> str:
+        """What ``EVALSHA`` sends."""
+        return hashlib.sha1(self.source.encode("utf-8")).hexdigest()
 
 
 @dataclass(frozen=True)
@@ -342,15 +351,34 @@ def read_library(folder: Path) -> list[tuple[str, str]]:
 def needed_library(blocks: Sequence[tuple[str, str]], body: str) -> str:
     """The definitions of ``blocks`` that ``body`` uses, directly or through each other, in
     library order (a definition always comes after those it uses)."""
-    defined = dict(blocks)
+    needed = needed_names(tuple(blocks), body)
+    return "\n".join(text for name, text in blocks if name in needed)
+
+
+def needed_names(blocks: tuple[tuple[str, str], ...], body: str) -> set[str]:
+    """The names of the definitions of ``blocks`` that ``body`` uses, directly or not."""
+    uses = _uses(blocks)
     needed: set[str] = set()
-    pending = [word for word in _WORD.findall(body) if word in defined]
+    pending = [word for word in set(_WORD.findall(body)) if word in uses]
     while pending:
         name = pending.pop()
         if name not in needed:
             needed.add(name)
-            pending += [word for word in _WORD.findall(defined[name]) if word in defined]
-    return "\n".join(text for name, text in blocks if name in needed)
+            pending += uses[name] - needed
+    return needed
+
+
+@functools.cache
+def _uses(blocks: tuple[tuple[str, str], ...]) -> dict[str, set[str]]:
+    """For each definition of ``blocks``, the other definitions its text names (read once)."""
+    defined = {name for name, _text in blocks}
+    return {name: set(_WORD.findall(text)) & defined - {name} for name, text in blocks}
+
+
+@functools.cache
+def _block_reads_only(blocks: tuple[tuple[str, str], ...]) -> dict[str, bool]:
+    """For each definition of ``blocks``, whether it calls reading commands only."""
+    return {name: reads_only(text) for name, text in blocks}
 
 
 @functools.cache
@@ -392,7 +420,7 @@ def library_code(
     after the library."""
     parts = [text for _name, text in blocks]
     for name, body in bodies:
-        flags = ", flags = {'no-writes'}" if reads_only(needed_library(blocks, body) + body) else ""
+        flags = ", flags = {'no-writes'}" if _script_reads_only(tuple(blocks), body) else ""
         registered = (
             f"redis.register_function{{function_name = LIBRARY .. '_{name}'{flags}, "
             f"callback = function(KEYS, ARGV)\n{_function_body(body, checking)}\nend}}\n"
@@ -406,6 +434,12 @@ def library_code(
     name = f"ctxstore_{_library_format(blocks)}_{digest}"
     header = f"#!lua name={name}\nlocal LIBRARY = '{name}'\n"
     return FunctionLibrary(name, header + code, tuple(f"{name}_{body}" for body, _ in bodies))
+
+
+def _script_reads_only(blocks: tuple[tuple[str, str], ...], body: str) -> bool:
+    """Whether ``body`` and every definition it uses call reading commands only."""
+    reading = _block_reads_only(blocks)
+    return reads_only(body) and all(reading[name] for name in needed_names(blocks, body))
 
 
 def _library_format(blocks: Sequence[tuple[str, str]]) -> str:
@@ -426,17 +460,23 @@ def load_library() -> FunctionLibrary:
 
 @functools.cache
 def load_script(name: str) -> LuaScript:
-    """Load ``lua/<name>.lua`` with the library definitions it uses; cached for the process."""
+    """Load ``lua/<name>.lua``'s contract and function; cached for the process."""
     folder = script_dir()
-    body = (folder / f"{name}.lua").read_text(encoding="utf-8")
+    body = dict(_bodies(folder))[name]
     key_names, arg_names, required = parse_contract(name, body)
-    source = f"{needed_library(_library(folder), body)}\n{named_fields(name, body)}{body}"
-    read_only = reads_only(source)
-    if checking_service_rules():
-        source = with_key_check(source)
-    sha = hashlib.sha1(source.encode("utf-8")).hexdigest()
+    read_only = _script_reads_only(_library(folder), body)
     function = f"{load_library().name}_{name}"
-    return LuaScript(name, source, sha, key_names, arg_names, required, function, read_only)
+    return LuaScript(name, key_names, arg_names, required, function, read_only)
+
+
+@functools.cache
+def script_source(name: str) -> str:
+    """``lua/<name>.lua`` as a script: the library definitions it uses, its call and reply
+    fields, then its text (with the key check when :data:`CHECK_KEYS_ENV` asks for it)."""
+    folder = script_dir()
+    body = dict(_bodies(folder))[name]
+    source = f"{needed_library(_library(folder), body)}\n{named_fields(name, body)}{body}"
+    return with_key_check(source) if checking_service_rules() else source
 
 
 def entry_script_names() -> list[str]:

@@ -51,13 +51,12 @@ class _Otel:
     """The OpenTelemetry API and ctxstore's instruments, made once a process."""
 
     def __init__(self) -> None:
-        from opentelemetry import context, metrics, propagate, trace
+        from opentelemetry import context, metrics, trace
         from opentelemetry.trace import ProxyTracerProvider, SpanKind, Status, StatusCode
 
         self.trace = trace
         self.context = context
         self.metrics = metrics
-        self.propagate = propagate
         self.proxy_tracer_provider = ProxyTracerProvider
         self.span_kind = SpanKind
         self.status = Status
@@ -87,6 +86,14 @@ class _Otel:
                 [_cache_observer(field)],
                 description=_CACHE_DESCRIPTIONS[field],
             )
+
+    @property
+    def propagate(self) -> Any:
+        """The propagation API (imported when a trace context is carried: a cold start that
+        carries none does not pay for it)."""
+        from opentelemetry import propagate
+
+        return propagate
 
     #: Set once a provider is found: OpenTelemetry's global providers are set once a process.
     _traced = False

@@ -276,6 +276,41 @@ def _counter(model: str | None) -> tuple[str, TokenCounter]:
     return f"tiktoken:{encoding_name}", lambda text: len(encode(text))
 
 
+_warming_lock = threading.Lock()
+_warming: list[threading.Thread] = []
+
+
+def _open_in_background() -> None:
+    """Open ``o200k_base`` with tiktoken in a thread of its own, once a process (only where
+    the compact counter counts for it: tiktoken not open yet)."""
+    if DEFAULT_ENCODING in _OPENED or _compact_counter() is None:
+        return
+    with _warming_lock:
+        if _warming:
+            return
+        thread = threading.Thread(
+            target=_load_encoding, args=(DEFAULT_ENCODING,), name="ctxstore-tokenizer", daemon=True
+        )
+        _warming.append(thread)
+    thread.start()
+
+
+def warming() -> threading.Thread | None:
+    """The thread opening tiktoken in the background, if one was started (tests wait on it)."""
+    return _warming[0] if _warming else None
+
+
+@lru_cache(maxsize=1)
+def _compact_counter() -> TokenCounter | None:
+    """The compact ``o200k_base`` counter, where tiktoken (and so its ``regex``) is installed:
+    without tiktoken a process estimates, and a process must count one way throughout."""
+    if importlib.util.find_spec("tiktoken") is None:
+        return None
+    from ctxstore.messages.rank_table import compact_counter
+
+    return compact_counter()
+
+
 def _bare_model(model: str | None) -> str | None:
     if model is None:
         return None
@@ -309,6 +344,10 @@ def _openai_encoding(bare: str | None) -> str | None:
     return name if name in _SHIPPED_ENCODINGS else None
 
 
+#: The encodings this process has opened with tiktoken.
+_OPENED: set[str] = set()
+
+
 @lru_cache(maxsize=8)
 def _load_encoding(name: str) -> Any:
     """The tiktoken encoding, read from litellm's bundled files when no cache dir is set."""
@@ -319,10 +358,12 @@ def _load_encoding(name: str) -> Any:
         return None
     _point_tiktoken_at_bundled_encodings()
     try:
-        return tiktoken.get_encoding(name)
+        encoding = tiktoken.get_encoding(name)
     except Exception as error:  # a download attempted offline fails in many ways
         log.warning("tiktoken encoding %s is unavailable (%s): counts are estimated", name, error)
         return None
+    _OPENED.add(name)
+    return encoding
 
 
 def _point_tiktoken_at_bundled_encodings() -> None:
@@ -365,9 +406,14 @@ MessageCounter = Callable[[Mapping[str, Any]], int]
 class MessageCounting:
     """A :data:`MessageCounter` whose tokenizer loads on the first count, not when it is made:
     a store made at import time of a serverless handler pays nothing yet. ``load()`` loads it
-    ahead (an async caller does it in a worker thread: reading tiktoken's tables takes a few
-    hundred milliseconds, which must not stall an event loop); ``loaded`` says whether that is
-    done."""
+    ahead (an async caller does it in a worker thread); ``loaded`` says whether that is done.
+
+    For ``o200k_base`` (the default) a process that has not opened tiktoken's encoding yet
+    counts with the compact table shipped with ctxstore (:mod:`ctxstore.messages.rank_table`:
+    the same counts, opened in milliseconds where tiktoken takes about 220), and ``warm()``,
+    which a store calls once a call has returned, opens tiktoken in a background thread and
+    switches to it. A text longer than the compact counter takes waits for tiktoken instead.
+    The counts are the same either way: what a chat stores never depends on which counted."""
 
     __slots__ = ("_estimate", "_model", "_roles", "_texts")
 
@@ -383,7 +429,41 @@ class MessageCounting:
 
     def load(self) -> None:
         if self._texts is None:
-            self._texts = _text_counter(self._model, self._estimate)
+            self._texts = self._cold_counter() or _text_counter(self._model, self._estimate)
+
+    def _cold_counter(self) -> TokenCounter | None:
+        """The compact counter, where it counts what the tokenizer would and the tokenizer is
+        not open yet in this process; None elsewhere."""
+        if self._estimate is not None or DEFAULT_ENCODING in _OPENED:
+            return None  # a caller's counter, or tiktoken's encoding already open
+        if _openai_encoding(_bare_model(self._model)) != DEFAULT_ENCODING:
+            return None
+        compact = _compact_counter()
+        if compact is None:
+            return None
+        from ctxstore.messages.rank_table import MAX_COMPACT_CHARACTERS
+
+        def cold(text: str) -> int:
+            if len(text) <= MAX_COMPACT_CHARACTERS and DEFAULT_ENCODING not in _OPENED:
+                return compact(text)
+            return self._open_tokenizer(compact)(text)  # and it counts from now on
+
+        return cold
+
+    def _open_tokenizer(self, compact: TokenCounter) -> TokenCounter:
+        """tiktoken's counter (opened now, in this thread), which counts from now on; the
+        compact one stays when tiktoken cannot open the encoding (it counts the same)."""
+        name, counter = _counter(self._model)
+        chosen = counter if name == f"tiktoken:{DEFAULT_ENCODING}" else compact
+        self._texts = chosen
+        return chosen
+
+    def warm(self) -> None:
+        """Open tiktoken in a background thread if this counter counts with the compact
+        table (a store calls it after a call returned, so the cold start's first save does
+        not wait for it); one thread a process, whatever the number of stores."""
+        if self._texts is not None and self._estimate is None:
+            _open_in_background()
 
     def _role_tokens(self, role: str) -> int:
         found = self._roles.get(role)

@@ -27,10 +27,7 @@ from ctxstore._core.ops import (
     data_keys,
     erasure,
     functions,
-    graph,
     health,
-    listing,
-    migration,
     opening,
     reads,
     redaction,
@@ -41,8 +38,6 @@ from ctxstore._core.ops import (
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.ops import sweep as sweeping
 from ctxstore._core.ops.sweep import DEFAULT_GRACE_MS, check_sweep_options
-from ctxstore._core.ops.transfer import exports, imports
-from ctxstore._core.ops.verify import chat as verify
 from ctxstore._core.protocol import Operation, Outcome, WireCommand
 from ctxstore._core.state import StoreState
 from ctxstore.errors import ConfigurationError
@@ -269,6 +264,8 @@ class AsyncStore(StoreShell):
         offset: int = 0,
     ) -> list[ChatInfo]:
         """The async form of :meth:`Store.list_chats`."""
+        from ctxstore._core.ops import listing
+
         return await self.run(
             listing.list_chats(
                 self._state,
@@ -283,6 +280,8 @@ class AsyncStore(StoreShell):
         self, *, user_id: str | None = None, cursor: str | None = None, limit: int = 50
     ) -> ChatPage:
         """The async form of :meth:`Store.list_chats_page`."""
+        from ctxstore._core.ops import listing
+
         return await self.run(
             listing.list_chats_page(
                 self._state,
@@ -577,6 +576,8 @@ class AsyncStore(StoreShell):
 
     async def get_graph(self, chat_id: str, *, user_id: str | None = None) -> ChatGraph:
         """The async form of :meth:`Store.get_graph`."""
+        from ctxstore._core.ops import graph
+
         return await self.run(
             graph.get_graph(self._state, chat_id, user_id=self._owner(user_id, "get_graph"))
         )
@@ -585,6 +586,8 @@ class AsyncStore(StoreShell):
 
     async def verify_chat(self, chat_id: str, *, repair: bool = False) -> VerifyReport:
         """The async form of :meth:`Store.verify_chat`."""
+        from ctxstore._core.ops.verify import chat as verify
+
         self._admin_only("verify_chat")
         return await self.run(verify.verify_chat(self._state, chat_id, repair=repair))
 
@@ -601,6 +604,8 @@ class AsyncStore(StoreShell):
         self, chat_id: str, *, user_id: str | None = None, sealed: bool = False
     ) -> AsyncIterator[dict[str, Any]]:
         """The async form of :meth:`Store.export_chat`."""
+        from ctxstore._core.ops.transfer import exports
+
         steps = exports.export_chat(
             self._state, chat_id, user_id=self._owner(user_id, "export_chat"), sealed=sealed
         )
@@ -626,6 +631,8 @@ class AsyncStore(StoreShell):
         encrypt: bool = False,
     ) -> MigrationReport:
         """The async form of :meth:`Store.migrate`."""
+        from ctxstore._core.ops import migration
+
         self._admin_only("migrate")
         migration.check_migrate_options(pause)
         return await arun_plan(
@@ -677,6 +684,8 @@ class AsyncStore(StoreShell):
 
     def export_user(self, user_id: str) -> AsyncIterator[dict[str, Any]]:
         """The async form of :meth:`Store.export_user`."""
+        from ctxstore._core.ops.transfer import exports
+
         self._admin_only("export_user")
         return adrive(
             telemetry.watched_plan(self._state, exports.export_user(self._state, user_id)),
@@ -691,6 +700,8 @@ class AsyncStore(StoreShell):
         user_id: str | None = None,
     ) -> ChatMeta:
         """The async form of :meth:`Store.import_chat`."""
+        from ctxstore._core.ops.transfer import imports
+
         return await arun_plan(
             telemetry.watched_plan(
                 self._state,

@@ -25,10 +25,7 @@ from ctxstore._core.ops import (
     data_keys,
     erasure,
     functions,
-    graph,
     health,
-    listing,
-    migration,
     opening,
     reads,
     redaction,
@@ -39,8 +36,6 @@ from ctxstore._core.ops import (
 from ctxstore._core.ops import streams as answer_stream
 from ctxstore._core.ops import sweep as sweeping
 from ctxstore._core.ops.sweep import DEFAULT_GRACE_MS, check_sweep_options
-from ctxstore._core.ops.transfer import exports, imports
-from ctxstore._core.ops.verify import chat as verify
 from ctxstore._core.protocol import Operation, Outcome, WireCommand
 from ctxstore._core.state import StoreState
 from ctxstore.models import (
@@ -248,6 +243,8 @@ class Store(StoreShell):
     ) -> list[ChatInfo]:
         """Chats newest ``updated_at`` first; ``metadata=(key, value)`` (or the seed's
         ``{"key": k, "value": v}``) matches type-exactly."""
+        from ctxstore._core.ops import listing
+
         return self.run(
             listing.list_chats(
                 self._state,
@@ -263,6 +260,8 @@ class Store(StoreShell):
     ) -> ChatPage:
         """One page of chats newest first and the cursor of the next (None after the last);
         a chat not updated while paging appears exactly once, one updated moves to the front."""
+        from ctxstore._core.ops import listing
+
         return self.run(
             listing.list_chats_page(
                 self._state,
@@ -595,6 +594,8 @@ class Store(StoreShell):
     def get_graph(self, chat_id: str, *, user_id: str | None = None) -> ChatGraph:
         """The whole chat at a glance: every message (id, parent, role, preview), branches,
         checkpoints."""
+        from ctxstore._core.ops import graph
+
         return self.run(
             graph.get_graph(self._state, chat_id, user_id=self._owner(user_id, "get_graph"))
         )
@@ -604,6 +605,8 @@ class Store(StoreShell):
     def verify_chat(self, chat_id: str, *, repair: bool = False) -> VerifyReport:
         """Check the chat's invariants; with ``repair``, rebuild what its records determine.
         An operator's call, on any owner's chat: on ``store.admin()`` only."""
+        from ctxstore._core.ops.verify import chat as verify
+
         self._admin_only("verify_chat")
         return self.run(verify.verify_chat(self._state, chat_id, repair=repair))
 
@@ -630,6 +633,8 @@ class Store(StoreShell):
         encryption) sealed under the owner's data key: a backup that opens only in this
         namespace while the user's key exists, and never after ``erase_user``
         (docs/encryption.md)."""
+        from ctxstore._core.ops.transfer import exports
+
         return drive(
             telemetry.watched_plan(
                 self._state,
@@ -677,6 +682,8 @@ class Store(StoreShell):
         expiry kept); readers see it in the clear until its last step, sealed after it. An
         operator's call: on ``store.admin()`` only (it scans the namespace's keys). See
         docs/compatibility.md and docs/encryption.md."""
+        from ctxstore._core.ops import migration
+
         self._admin_only("migrate")
         migration.check_migrate_options(pause)
         return run_plan(
@@ -735,6 +742,8 @@ class Store(StoreShell):
     def export_user(self, user_id: str) -> Iterator[dict[str, Any]]:
         """Every chat ``user_id`` owns, as :meth:`export_chat` records, one chat after another
         (data portability), read lazily. An operator's call: on ``store.admin()`` only."""
+        from ctxstore._core.ops.transfer import exports
+
         self._admin_only("export_user")
         return drive(
             telemetry.watched_plan(self._state, exports.export_user(self._state, user_id)),
@@ -752,6 +761,8 @@ class Store(StoreShell):
         ``user_id`` when given): built aside in bounded chunks, published at once, or not at
         all; an existing chat id is a ConflictError (see
         :mod:`ctxstore._core.ops.transfer.imports`)."""
+        from ctxstore._core.ops.transfer import imports
+
         return run_plan(
             telemetry.watched_plan(
                 self._state,
