@@ -66,8 +66,8 @@ def main() -> None:
     args = parser.parse_args()
     pin_to_one_cpu()
     with local_redis() as server:
-        store = ctxstore.connect(
-            server.url, namespace="lp"
+        store = ctxstore.connect(  # the scripts' path: the variants are scripts too
+            server.url, namespace="lp", scripting="scripts"
         ).admin()  # an operator's benchmark: every user's chats
         plain = redis.Redis.from_url(server.url)
         stats = redis.Redis.from_url(server.url)

@@ -15,6 +15,10 @@ A save (``store.append`` of one 200-character message at chain length L) is set 
   cost in a function before any of its logic, so the difference is the logic. (Before the
   library, this floor was the command floor after the append script's library definitions.)
 
+The same save through a store that sends its Lua as ``EVALSHA`` scripts (``scripting="scripts"``,
+what a server without Redis Functions gets) runs in the same loop: the difference is what the
+library saves per call.
+
 A read (``store.load_branch`` of the chain, cold: the process cache cleared) is set against an
 ``LRANGE`` of the same log.
 
@@ -93,11 +97,16 @@ class RedisTime:
     blocks: int
     per_block: int
     append_us: float
+    append_scripts_us: float
     floor_us: float
     command_floor_us: float
     script_floor_us: float
     read_us: float
     lrange_us: float
+
+    @property
+    def functions_x_scripts(self) -> float:
+        return self.append_us / self.append_scripts_us
 
     @property
     def append_x_floor(self) -> float:
@@ -123,6 +132,7 @@ class RedisTime:
         return {
             **asdict(self),
             "append_x_floor": self.append_x_floor,
+            "functions_x_scripts": self.functions_x_scripts,
             "append_x_command_floor": self.append_x_command_floor,
             "append_x_script_floor": self.append_x_script_floor,
             "script_floor_x_floor": self.script_floor_x_floor,
@@ -208,6 +218,8 @@ def redis_time(url: str, length: int, blocks: int, per_block: int) -> RedisTime:
     stats = redis.Redis.from_url(url)
     text = "x" * 200
     head = build_chat(store, "c", length).head
+    scripted = ctxstore.connect(url, namespace="rt", scripting="scripts").admin()
+    scripted_head = build_chat(scripted, "s", length).head
     build_chat(store, "r", 1000)
     read_log = store.state.keyspace.chat("r").key("log")
 
@@ -216,6 +228,13 @@ def redis_time(url: str, length: int, blocks: int, per_block: int) -> RedisTime:
         for _ in range(per_block):
             head = store.append(
                 "c", "main", [{"role": "user", "content": text}], expected_head=head
+            ).head_message_id
+
+    def scripted_appends() -> None:
+        nonlocal scripted_head
+        for _ in range(per_block):
+            scripted_head = scripted.append(
+                "s", "main", [{"role": "user", "content": text}], expected_head=scripted_head
             ).head_message_id
 
     def reads() -> None:
@@ -227,9 +246,9 @@ def redis_time(url: str, length: int, blocks: int, per_block: int) -> RedisTime:
         for _ in range(per_block // 10):
             plain.lrange(read_log, 0, -1)
 
-    kinds = [("append", appends), *_floors(plain, length, per_block)]
-    kinds += [("read", reads), ("lrange", lranges)]
-    for _, run in kinds[:4]:
+    kinds = [("append", appends), ("append_scripts", scripted_appends)]
+    kinds += [*_floors(plain, length, per_block), ("read", reads), ("lrange", lranges)]
+    for _, run in kinds[:5]:
         run()  # scripts loaded, caches warm
     samples: dict[str, list[float]] = {name: [] for name, _ in kinds}
     for block in range(blocks):
@@ -237,6 +256,7 @@ def redis_time(url: str, length: int, blocks: int, per_block: int) -> RedisTime:
         for name, run in rotated:
             samples[name].append(_per_call(stats, run))
     store.close()
+    scripted.close()
     plain.close()
     stats.close()
     median = {name: statistics.median(values) for name, values in samples.items()}
@@ -245,6 +265,7 @@ def redis_time(url: str, length: int, blocks: int, per_block: int) -> RedisTime:
         blocks=blocks,
         per_block=per_block,
         append_us=median["append"],
+        append_scripts_us=median["append_scripts"],
         floor_us=median["floor"],
         command_floor_us=median["command_floor"],
         script_floor_us=median["script_floor"],
@@ -259,6 +280,8 @@ def describe(result: RedisTime) -> str:
             f"Redis time per call, medians of {result.blocks} blocks of {result.per_block}"
             f" (chain of {result.length:,}):",
             f"  store.append of one message: {result.append_us:.1f} us",
+            f"  the same as EVALSHA scripts: {result.append_scripts_us:.1f} us"
+            f" -> functions {result.functions_x_scripts:.2f}x scripts",
             f"  floor script (same writes, no checks): {result.floor_us:.1f} us"
             f" -> {result.append_x_floor:.2f}x",
             f"  command floor (the script's commands, no Lua): {result.command_floor_us:.1f} us"

@@ -251,7 +251,12 @@ def redis_time_table(found: RedisTime | Skipped) -> Table:
         return Table(title, [], [], [f"skipped: {found.reason}"])
     headers = ["call", "Redis µs/call (median of blocks)", "ratio"]
     rows = [
-        ["store.append of 1 message", f"{found.append_us:.1f}", "-"],
+        ["store.append of 1 message (the library's function)", f"{found.append_us:.1f}", "-"],
+        [
+            "the same append as an EVALSHA script",
+            f"{found.append_scripts_us:.1f}",
+            f"functions {times(found.functions_x_scripts)}",
+        ],
         [
             "floor script (same writes, no checks)",
             f"{found.floor_us:.1f}",
@@ -263,7 +268,7 @@ def redis_time_table(found: RedisTime | Skipped) -> Table:
             f"append {times(found.append_x_command_floor)}",
         ],
         [
-            "script floor (the same after the append's library definitions)",
+            "function floor (the append's commands as a function, FCALL)",
             f"{found.script_floor_us:.1f}",
             f"append {times(found.append_x_script_floor)};"
             f" itself {times(found.script_floor_x_floor)} the floor",

@@ -1,4 +1,5 @@
 -- active_stream.lua: the answer being streamed on a branch, if any.
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] chat          chat hash
 -- KEYS[2] stream_state  stream id -> record
 -- ARGV[1] user          the caller, "" for anyone

@@ -12,8 +12,8 @@
 -- KEYS[11] user_chats  optional: the owner's chat index (with KEYS[10])
 -- KEYS[12] jobs        optional: the compaction job stream of this chat's shard (with KEYS[10])
 -- KEYS[13] trimmed     optional: that stream's count of jobs trimmed untaken (with KEYS[12])
--- ARGV[1] call       the call's fields, tab-separated, in this order (lib/calls.lua: a shape
---                    in backticks is the field's Lua pattern):
+-- ARGV[1] call       the call's fields, tab-separated, in this order (read by name: see
+--                    lua/lib/README.md; a shape in backticks is the field's Lua pattern):
 --   call.user          the caller, "" for anyone (another owner's chat is refused)
 --   call.inc           the incarnation the caller knows, "" for any; "#<fence>" after it
 --                      inside a turn (see lib/base.lua)
@@ -166,7 +166,7 @@ end
 return run(function()
   local chat, log, alias, runs, branch = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
   local reqs, tok, summary_key = KEYS[6], KEYS[7], KEYS[8]
-  local call = call_fields(ARGV[1], CALL_FIELDS, CALL_SHAPES)
+  local call = call_fields(ARGV[1])
   local user, known_inc, target, expected, on_conflict = call.user, call.inc, call.branch,
     call.expected, call.on_conflict
   local on_existing, now, request, chat_id, index_owner = call.on_existing, call.now,
@@ -208,7 +208,7 @@ return run(function()
       local reply = recalled_append(reqs, request, prior, digest, updated_before)
       reply.owner, reply.incarnation = owner, inc
       reply.indexed = index(chat_id, index_owner, owner, reply.updated_at)
-      return reply_of(reply, REPLY_FIELDS)
+      return reply_of(reply)
     end
   end
   check_fence(chat, fence)
@@ -497,5 +497,5 @@ return run(function()
                    updated_at = updated_at, owner = owner,
                    indexed = index(chat_id, index_owner, owner, updated_at), incarnation = inc,
                    context_tokens = context_tokens, job = job, enqueued = enqueued,
-                   head_tokens = head_tokens, resent = 0}, REPLY_FIELDS)
+                   head_tokens = head_tokens, resent = 0})
 end)

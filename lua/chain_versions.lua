@@ -1,6 +1,7 @@
 -- chain_versions.lua: where a branch's chain passes a message that has versions (siblings:
 -- messages that share its parent, as edits and regenerated answers make), with its rank among
 -- them: what a chat UI shows as "< 2/3 >" beside each such message.
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] chat      chat hash
 -- KEYS[2] log       message records in write order
 -- KEYS[3] runs      run starts (see lib/README.md)

@@ -1,4 +1,5 @@
 -- export_chat.lua: what an export of a chat starts from, read at one instant.
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] chat         chat hash
 -- KEYS[2] log          message records in write order (only its length is read)
 -- KEYS[3] branch       branch name -> branch record

@@ -1,4 +1,5 @@
 -- get_branch.lua: one branch with its head and chain length.
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] chat      chat hash
 -- KEYS[2] branch    branch name -> branch record
 -- ARGV[1] user      the caller, "" for anyone

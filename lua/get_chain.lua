@@ -1,4 +1,5 @@
 -- get_chain.lua: the chain of messages ending at a head, root first, read in bounded chunks.
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] chat       chat hash
 -- KEYS[2] log        message records in write order
 -- KEYS[3] alias      chosen message id -> position

@@ -1,4 +1,5 @@
 -- get_chat.lua: read a chat's hash.
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] chat      chat hash
 -- ARGV[1] user      the caller, "" for anyone
 -- ARGV[2] inc       the incarnation the caller knows, "" for any

@@ -1,4 +1,5 @@
 -- get_checkpoint.lua: one checkpoint.
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] chat         chat hash
 -- KEYS[2] checkpoint   checkpoint name -> checkpoint record
 -- ARGV[1] user         the caller, "" for anyone

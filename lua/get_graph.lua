@@ -1,4 +1,5 @@
 -- get_graph.lua: the whole chat for inspection and drawing.
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] chat         chat hash
 -- KEYS[2] log          message records in write order
 -- KEYS[3] branch       branch name -> branch record

@@ -1,4 +1,5 @@
 -- get_message.lua: read one message.
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] chat      chat hash
 -- KEYS[2] log       message records in write order
 -- KEYS[3] alias     chosen message id -> position

@@ -2,6 +2,7 @@
 -- within `radius` of a chosen message's, on at most `max_lanes` runs, with the pointers and
 -- summaries that touch it. Reads only what it returns: the records of the window's segments
 -- (one LRANGE each), never the rest of a long chat.
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] chat        chat hash
 -- KEYS[2] log         message records in write order
 -- KEYS[3] alias       chosen message id -> position

@@ -1,5 +1,6 @@
 -- lg_dump.lua: everything a LangGraph thread holds, for copy_thread
 -- (ctxstore.integrations.langgraph).
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] lg_cp       as lg_put.lua
 -- KEYS[2] lg_blob
 -- KEYS[3] lg_values

@@ -1,5 +1,6 @@
 -- lg_get.lua: one LangGraph checkpoint, with its channel values and pending writes: the latest
 -- of a namespace, or the one named (ctxstore.integrations.langgraph).
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] lg_cp       as lg_put.lua
 -- KEYS[2] lg_order
 -- KEYS[3] lg_blob

@@ -1,6 +1,7 @@
 -- lg_history.lua: the delta history of channels at a LangGraph checkpoint: walking its
 -- ancestors, each channel's writes until the nearest ancestor holding a value of it (its seed)
 -- (ctxstore.integrations.langgraph; BaseCheckpointSaver.get_delta_channel_history).
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] lg_cp       as lg_put.lua
 -- KEYS[2] lg_order
 -- KEYS[3] lg_blob

@@ -1,5 +1,6 @@
 -- lg_list.lua: one page of a LangGraph thread's checkpoints, newest first, each with its
 -- channel values and pending writes (ctxstore.integrations.langgraph).
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] lg_cp       as lg_put.lua
 -- KEYS[2] lg_order
 -- KEYS[3] lg_ids

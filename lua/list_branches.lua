@@ -1,4 +1,5 @@
 -- list_branches.lua: every branch of a chat (records carry their chain length).
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] chat      chat hash
 -- KEYS[2] branch    branch name -> branch record
 -- ARGV[1] user      the caller, "" for anyone

@@ -1,4 +1,5 @@
 -- list_checkpoints.lua: every checkpoint of a chat.
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] chat         chat hash
 -- KEYS[2] checkpoint   checkpoint name -> checkpoint record
 -- ARGV[1] user         the caller, "" for anyone

@@ -1,5 +1,6 @@
 -- message_versions.lua: the messages that share a message's parent (its versions: what a chat
 -- UI shows as "< 2/3 >"), across branches, with the branches whose chain holds each.
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] chat      chat hash
 -- KEYS[2] log       message records in write order
 -- KEYS[3] alias     chosen message id -> position

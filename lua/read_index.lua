@@ -1,4 +1,5 @@
 -- read_index.lua: a stretch of a chat index, newest first, from a rank or after an entry.
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] index     sorted set: chat id -> updated_at
 -- ARGV[1] count     the most entries to return
 -- ARGV[2] rank      where to start (0: the newest entry) when ARGV[3] is ""

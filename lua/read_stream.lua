@@ -1,4 +1,5 @@
 -- read_stream.lua: the pieces of an answer's text after a cursor, and where its stream stands.
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] chat          chat hash
 -- KEYS[2] stream        the entries of the chat's answer streams
 -- KEYS[3] stream_state  stream id -> record

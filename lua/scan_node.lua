@@ -1,4 +1,5 @@
 -- scan_node.lua: one step of a SCAN of the node that holds KEYS[1]'s slot.
+-- FLAGS no-writes  (only reads: called with FCALL_RO; a test checks it)
 -- KEYS[1] route     a key of a slot the node serves (it names nothing: it routes this call)
 -- ARGV[1] cursor    where the scan stands ("0" to start)
 -- ARGV[2] pattern   the keys to return (MATCH)

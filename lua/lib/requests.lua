@@ -73,7 +73,7 @@ local function remember_in_chat(chat_key, reqs_key, request, summary, slot)
 end
 
 -- The reply of append.lua to a call whose request id the ring remembers (`prior`, its summary):
--- the first write's reply, as it was, without writing, by name (lib/calls.lua). The owner,
+-- the first write's reply, as it was, without writing, by name (reply_of). The owner,
 -- incarnation and index entries are the caller's to fill; the head's tokens are -1 (not known
 -- here). A summary
 -- with a digest of other messages than this call's (`digest`) is a request id used twice:

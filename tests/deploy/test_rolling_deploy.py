@@ -86,6 +86,7 @@ previous = scripts.library_code(
     scripts._library(folder), bodies, checking=scripts.checking_service_rules()
 )
 scripts.load_library = protocol.load_library = lambda: previous
+scripts.library_name = protocol.library_name = lambda: previous.name
 """
 
 

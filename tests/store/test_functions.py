@@ -23,6 +23,7 @@ from ctxstore._core import protocol
 from ctxstore._core.scripts import (
     LIBRARY_FOLDER,
     READ_COMMANDS,
+    declares_no_writes,
     entry_script_names,
     library_blocks,
     library_code,
@@ -31,6 +32,7 @@ from ctxstore._core.scripts import (
     read_library,
     reads_only,
     script_dir,
+    script_reads_only,
 )
 from ctxstore.errors import ConfigurationError
 from tests.support import servers
@@ -105,6 +107,10 @@ def test_reads_are_registered_no_writes_and_the_writes_are_not() -> None:
     assert load_script("get_chain").read_only
     assert load_script("read_index").read_only  # ZREVRANK only
     assert not load_script("append").read_only
+    blocks = tuple(library_blocks(read_library(script_dir() / LIBRARY_FOLDER)))
+    for name in entry_script_names():  # each header's declaration is what the script calls
+        body = (script_dir() / f"{name}.lua").read_text()
+        assert declares_no_writes(body) is script_reads_only(blocks, body), name
     assert not reads_only("redis.call(command, key)")  # a command named by a variable
     assert not reads_only("redis.call('GET', k) redis.call('SET', k, v)")
     assert {"GET", "HMGET", "LRANGE"} <= READ_COMMANDS

@@ -28,7 +28,7 @@ from ctxstore._core import failures
 from ctxstore._core.dispatch import LuaDispatch, neither_error, unloadable_error
 from ctxstore._core.durability import Durability
 from ctxstore._core.keys import expected_type
-from ctxstore._core.scripts import LuaScript, checking_service_rules, load_library
+from ctxstore._core.scripts import LuaScript, checking_service_rules, library_name, load_library
 from ctxstore.errors import CorruptionError, CtxStoreError, DurabilityError
 
 T = TypeVar("T")
@@ -296,9 +296,9 @@ class Exchange(Generic[T]):
         script, else a ConfigurationError saying what the server refused."""
         cause = self._function_errors[index]
         if self._forms[index] <= LOAD_FCALL:  # no fallback (scripting="functions")
-            return unloadable_error(load_library().name, cause)
+            return unloadable_error(library_name(), cause)
         if failures.refuses_command(reply):
-            return neither_error(load_library().name, cause, reply)
+            return neither_error(library_name(), cause, reply)
         return self._outcomes[index]
 
     def _name_wrong_types(self, types: Sequence[Outcome]) -> None:

@@ -41,7 +41,6 @@ LIBRARY_FOLDER = "lib"
 #: The folder must hold exactly these (``read_library`` checks it).
 LIBRARY: tuple[str, ...] = (
     "base",
-    "calls",
     "checks",
     "branches",
     "msgpack",
@@ -269,21 +268,39 @@ def header_fields(body: str) -> tuple[list[tuple[str, str]], list[str]]:
     return _CALL_FIELD.findall(header), _REPLY_FIELD.findall(header)
 
 
+#: The most captures a Lua pattern may hold (LUA_MAXCAPTURES): the most call fields a script
+#: may take.
+MAX_CALL_FIELDS = 32
+
+
 def named_fields(name: str, body: str) -> str:
-    """The Lua definitions of the fields ``body``'s header names (see ``lib/calls.lua``):
-    ``CALL_FIELDS`` and ``CALL_SHAPES`` for its call fields, ``REPLY_FIELDS`` for its reply;
-    "" for a script that names none."""
+    """The Lua definitions of the fields ``body``'s header names (``lua/lib/README.md``):
+    ``call_fields(text)``, its call fields by name (one ``string.match`` of a pattern made of
+    each field's shape, then a table), and ``reply_of(values)``, the list its reply is of a
+    table by name, in the header's order; "" for a script that names none."""
     calls, replies = header_fields(body)
     lines = []
     if calls:
-        shapes = [(field, shape) for field, shape in calls if shape]
-        if any("'" in shape or "\\" in shape for _field, shape in shapes):
-            raise ValueError(f"{name}: a call field's shape holds a quote or a backslash")
-        lines.append(f"local CALL_FIELDS = {{{', '.join(repr(field) for field, _ in calls)}}}")
-        pairs = ", ".join(f"{field} = '^{shape}$'" for field, shape in shapes)
-        lines.append(f"local CALL_SHAPES = {{{pairs}}}")
+        if len(calls) > MAX_CALL_FIELDS:
+            raise ValueError(f"{name}: more than {MAX_CALL_FIELDS} call fields")
+        if any(char in shape for _field, shape in calls for char in "'\\()"):
+            raise ValueError(f"{name}: a call field's shape holds a quote, backslash or bracket")
+        shapes = [shape or "[^\\t]*" for _field, shape in calls]  # Lua's \t: a tab
+        pattern = "\\t".join(f"({shape})" for shape in shapes)
+        values = ", ".join(f"v{index}" for index in range(len(calls)))
+        named = ", ".join(f"{field} = v{index}" for index, (field, _) in enumerate(calls))
+        lines += [
+            "local function call_fields(text)",
+            f"  local {values} = string.match(text, '^{pattern}$')",
+            "  if v0 == nil then",
+            "    fail('INVALID', {reason = 'malformed call fields'})",
+            "  end",
+            f"  return {{{named}}}",
+            "end",
+        ]
     if replies:
-        lines.append(f"local REPLY_FIELDS = {{{', '.join(map(repr, replies))}}}")
+        listed = ", ".join(f"values.{field}" for field in replies)
+        lines += ["local function reply_of(values)", f"  return {{{listed}}}", "end"]
     return "".join(f"{line}\n" for line in lines)
 
 
@@ -384,7 +401,17 @@ def _block_reads_only(blocks: tuple[tuple[str, str], ...]) -> dict[str, bool]:
 @functools.cache
 def _library(folder: Path) -> tuple[tuple[str, str], ...]:
     """The library of the script folder ``folder``, cut once for every script loaded from it."""
-    return tuple(library_blocks(read_library(folder / LIBRARY_FOLDER)))
+    return tuple(library_blocks(_library_files(folder)))
+
+
+_FLAGS = re.compile(r"^-- FLAGS\s+(no-writes)\b", re.MULTILINE)
+
+
+def declares_no_writes(body: str) -> bool:
+    """Whether a script's header declares it reads only (``-- FLAGS no-writes``): registered
+    ``no-writes``, called with ``FCALL_RO``. A test checks each declaration against what the
+    script and the definitions it uses call (:func:`script_reads_only`)."""
+    return _FLAGS.search(body.split("\n\n", 1)[0]) is not None
 
 
 _CALLED = re.compile(r"redis\.p?call\(\s*(?:'(\w+)'|\"(\w+)\"|)")
@@ -413,30 +440,36 @@ def _function_body(body: str, checking: bool) -> str:
 
 
 def library_code(
-    blocks: Sequence[tuple[str, str]], bodies: Sequence[tuple[str, str]], *, checking: bool
+    blocks: Sequence[tuple[str, str]],
+    bodies: Sequence[tuple[str, str]],
+    *,
+    checking: bool,
+    named: str | None = None,
 ) -> FunctionLibrary:
     """The Functions library of ``blocks`` (library definitions, in order) and ``bodies``
-    (entry scripts): named after its format and the SHA1 of its code, every function named
-    after the library."""
+    (entry scripts), every function named after the library: ``named``, or one made of its
+    format and the SHA1 of its code."""
     parts = [text for _name, text in blocks]
-    for name, body in bodies:
-        flags = ", flags = {'no-writes'}" if _script_reads_only(tuple(blocks), body) else ""
+    for operation, body in bodies:
+        flags = ", flags = {'no-writes'}" if declares_no_writes(body) else ""
         registered = (
-            f"redis.register_function{{function_name = LIBRARY .. '_{name}'{flags}, "
+            f"redis.register_function{{function_name = LIBRARY .. '_{operation}'{flags}, "
             f"callback = function(KEYS, ARGV)\n{_function_body(body, checking)}\nend}}\n"
         )
-        fields = named_fields(name, body)  # defined once, as the function's upvalues
+        fields = named_fields(operation, body)  # defined once, as the function's upvalues
         parts.append(f"do\n{fields}{registered}end\n" if fields else registered)
     code = "\n".join(parts)
     if checking:  # the check's own call is the one left unchecked
         code = _LIBRARY_KEY_CHECK + code.replace("redis.call(", "ctx_checked_call(")
-    digest = hashlib.sha1(code.encode("utf-8")).hexdigest()[:16]
-    name = f"ctxstore_{_library_format(blocks)}_{digest}"
+    name = named
+    if name is None:
+        digest = hashlib.sha1(code.encode("utf-8")).hexdigest()[:16]
+        name = f"ctxstore_{_library_format(blocks)}_{digest}"
     header = f"#!lua name={name}\nlocal LIBRARY = '{name}'\n"
     return FunctionLibrary(name, header + code, tuple(f"{name}_{body}" for body, _ in bodies))
 
 
-def _script_reads_only(blocks: tuple[tuple[str, str], ...], body: str) -> bool:
+def script_reads_only(blocks: tuple[tuple[str, str], ...], body: str) -> bool:
     """Whether ``body`` and every definition it uses call reading commands only."""
     reading = _block_reads_only(blocks)
     return reads_only(body) and all(reading[name] for name in needed_names(blocks, body))
@@ -453,9 +486,36 @@ def _library_format(blocks: Sequence[tuple[str, str]]) -> str:
 @functools.cache
 def load_library() -> FunctionLibrary:
     """The Functions library of this release (with the key check when
-    :data:`CHECK_KEYS_ENV` asks for it); cached for the process."""
+    :data:`CHECK_KEYS_ENV` asks for it), named :func:`library_name`; cached for the process.
+    Built only when a server needs it loaded: a call needs only the name."""
     folder = script_dir()
-    return library_code(_library(folder), _bodies(folder), checking=checking_service_rules())
+    return library_code(
+        _library(folder), _bodies(folder), checking=checking_service_rules(), named=library_name()
+    )
+
+
+@functools.cache
+def library_name() -> str:
+    """``ctxstore_<format>_<hash>``: the format this release writes and a SHA1 of what makes
+    the library's code (every Lua file, this loader, the key check's setting), so a process
+    names its functions without building the library, and any change of its code is a new
+    name (two releases' libraries never share one)."""
+    folder = script_dir()
+    digest = hashlib.sha1(Path(__file__).read_bytes())
+    digest.update(b"checked" if checking_service_rules() else b"plain")
+    for name, text in (*_library_files(folder), *_bodies(folder)):
+        digest.update(f"\0{name}\0{len(text)}\0".encode() + text.encode("utf-8"))
+    base = dict(_library_files(folder))[LIBRARY[0]]
+    found = re.search(r"^local FORMAT = '(\w+)'", base, re.MULTILINE)
+    if found is None:
+        raise ValueError(f"{LIBRARY_FOLDER}/{LIBRARY[0]}.lua must define FORMAT")
+    return f"ctxstore_{found.group(1)}_{digest.hexdigest()[:16]}"
+
+
+@functools.cache
+def _library_files(folder: Path) -> tuple[tuple[str, str], ...]:
+    """The library files of ``folder`` as read (see :func:`read_library`), read once."""
+    return tuple(read_library(folder / LIBRARY_FOLDER))
 
 
 @functools.cache
@@ -464,8 +524,8 @@ def load_script(name: str) -> LuaScript:
     folder = script_dir()
     body = dict(_bodies(folder))[name]
     key_names, arg_names, required = parse_contract(name, body)
-    read_only = _script_reads_only(_library(folder), body)
-    function = f"{load_library().name}_{name}"
+    function = f"{library_name()}_{name}"
+    read_only = declares_no_writes(body)
     return LuaScript(name, key_names, arg_names, required, function, read_only)
 
 

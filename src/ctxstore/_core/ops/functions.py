@@ -19,7 +19,7 @@ from typing import Any
 from ctxstore._core import failures
 from ctxstore._core.format.fields import text
 from ctxstore._core.protocol import WireCommand, load_command
-from ctxstore._core.scripts import load_library
+from ctxstore._core.scripts import library_name
 from ctxstore.models import FunctionsReport
 
 #: The pattern of ctxstore's library names (``ctxstore_<format>_<hash>``).
@@ -47,7 +47,7 @@ def functions_report(replies: Mapping[str, Sequence[Any]]) -> FunctionsReport:
             raise failures.translate(listing, {"node": node}, command="FUNCTION LIST")
         libraries[node] = tuple(sorted(_library_names(listing)))
     return FunctionsReport(
-        library=load_library().name,
+        library=library_name(),
         loaded=tuple(loaded),
         present=tuple(present),
         libraries=libraries,
