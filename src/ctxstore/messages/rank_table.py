@@ -164,9 +164,10 @@ class CompactCounter:
         for piece in pieces:
             try:
                 encoded = piece.encode("utf-8")
-            except UnicodeEncodeError:  # lone surrogates: tiktoken replaces them
-                encoded = piece.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
-                encoded = encoded.encode("utf-8")
+            except (
+                UnicodeEncodeError
+            ):  # lone surrogates: replaced in the whole text, as tiktoken does
+                return self(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
             found = known.get(encoded)
             if found is None:
                 found = 1 if rank(encoded) is not None else merged_count(encoded, rank)
