@@ -322,10 +322,83 @@ def test_the_exchange_moves_a_call_only_forward() -> None:
             redis.ResponseError("ERR Function not found"),
         ]
     )
-    assert not lua.functions  # decided: scripts from now on
+    assert lua.functions  # not decided yet: only a script that ran decides
     assert [c[0] for c in exchange.request()] == ["EVALSHA"]
     exchange.respond([redis.exceptions.NoScriptError("NOSCRIPT No matching script")])
     assert [c[0] for c in exchange.request()] == ["EVAL"]
     exchange.respond([[b"ok"]])
     assert exchange.done
     assert exchange.result == [b"ok"]
+    assert not lua.functions  # decided: scripts from now on
+
+
+def one_call_exchange(lua: Any) -> protocol.Exchange[Any]:
+    call = protocol.script_call(load_script("get_chat"), ("k",), (), parse=lambda reply: reply)
+
+    def operation() -> protocol.Operation[Any]:
+        return (yield call)
+
+    return protocol.Exchange(operation(), lua=lua)
+
+
+@pytest.mark.parametrize(
+    "chosen",
+    ["function not found", "Function not found", "function disabled", "unknown command 'fcall'"],
+)
+def test_a_domain_error_is_never_taken_for_a_server_without_functions(chosen: str) -> None:
+    """A script's own error echoes names a caller chose: it is the call's outcome, nothing
+    more (no load, no fallback)."""
+    from ctxstore._core.dispatch import LuaDispatch
+
+    lua = LuaDispatch("auto")
+    exchange = one_call_exchange(lua)
+    exchange.request()
+    reply = f'CTX_NOT_FOUND {{"what": "checkpoint", "id": "{chosen}"}}'
+    with pytest.raises(ctxstore.errors.NotFoundError):
+        exchange.respond([redis.ResponseError(reply)])  # the operation's error, raised
+    assert lua.functions
+
+
+def test_a_load_that_fails_for_a_busy_or_full_server_is_the_calls_outcome() -> None:
+    """Out of memory, read-only, loading: the server has functions, it cannot load now; the
+    call fails with that, and the store keeps calling functions."""
+    from ctxstore._core.dispatch import LuaDispatch
+
+    lua = LuaDispatch("auto")
+    exchange = one_call_exchange(lua)
+    exchange.request()
+    exchange.respond([redis.ResponseError("Function not found")])
+    exchange.request()
+    full = redis.exceptions.OutOfMemoryError("command not allowed when used memory > 'maxmemory'.")
+    with pytest.raises(ctxstore.errors.BackendError, match="maxmemory"):
+        exchange.respond([full, redis.ResponseError("Function not found")])
+    assert lua.functions
+
+
+def test_a_tenant_that_can_run_neither_changes_nothing_for_the_next_call(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """FCALL finds the library missing, the load and the script are refused: a
+    ConfigurationError, every time, and the store goes on trying the functions (no flip,
+    nothing logged)."""
+    from ctxstore._core.dispatch import LuaDispatch
+
+    lua = LuaDispatch("auto")
+    refused_load = redis.exceptions.NoPermissionError(
+        "this user has no permissions to run the 'function|load' command"
+    )
+    refused_script = redis.exceptions.NoPermissionError(
+        "this user has no permissions to run the 'evalsha' command"
+    )
+    with caplog.at_level(logging.INFO, logger="ctxstore"):
+        for _attempt in range(3):
+            exchange = one_call_exchange(lua)
+            assert [c[0] for c in exchange.request()] == ["FCALL_RO"]
+            exchange.respond([redis.ResponseError("Function not found")])
+            exchange.request()
+            exchange.respond([refused_load, redis.ResponseError("Function not found")])
+            assert [c[0] for c in exchange.request()] == ["EVALSHA"]
+            with pytest.raises(ConfigurationError, match="ctxstore functions load"):
+                exchange.respond([refused_script])
+            assert lua.functions
+    assert not caplog.records

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from ctxstore.messages import count_tokens, rank_table
 from ctxstore.messages.rank_table import (
     MAX_COMPACT_CHARACTERS,
+    MAX_COMPACT_PIECE_BYTES,
     O200K_PATTERN,
     RankTable,
     compact_counter,
@@ -98,7 +99,7 @@ def test_merging_a_piece_matches_tiktokens_merge(piece: bytes) -> None:
     """Byte-pair merging alone, on any bytes (what the split never hands it, too)."""
     encoding = _load_encoding("o200k_base")
     table = RankTable.load()
-    assert merged_count(piece, table.rank) == len(encoding._encode_bytes(piece))
+    assert merged_count(piece, table.rank) == len(encoding._encode_single_piece(piece))
 
 
 def test_a_store_counts_with_the_table_until_tiktoken_has_loaded() -> None:
@@ -151,3 +152,31 @@ def test_a_callers_counter_is_never_replaced() -> None:
     assert counting({"role": "user", "content": "four"}) == 3 + len("user") + 4
     counting.warm()
     assert counting({"role": "user", "content": "four"}) == 3 + len("user") + 4
+
+
+def test_merging_a_long_piece_costs_a_few_lookups_a_byte() -> None:
+    """A run of one character is one piece: merging it takes O(n log n), not O(n²) (counted
+    in lookups, which are what it spends its time on)."""
+    table = RankTable.load()
+    looked_up = 0
+
+    def counted(token: bytes) -> int | None:
+        nonlocal looked_up
+        looked_up += 1
+        return table.rank(token)
+
+    piece = ("日" * 2000).encode()
+    encoding = _load_encoding("o200k_base")
+    assert merged_count(piece, counted) == len(encoding._encode_single_piece(piece))  # type: ignore[union-attr]
+    assert looked_up <= 4 * len(piece)
+
+
+def test_a_text_with_a_long_piece_waits_for_tiktoken(compact: rank_table.CompactCounter) -> None:
+    text = "see " + "=" * (MAX_COMPACT_PIECE_BYTES + 1) + " here"
+    assert compact.count(text) is None  # bounded: tiktoken counts it faster than it opens
+    assert compact(text) == compact.count(text, bounded=False)
+    counting = message_counter()
+    counting.load()
+    assert counting({"role": "user", "content": text}) == count_tokens(
+        {"role": "user", "content": text}
+    )

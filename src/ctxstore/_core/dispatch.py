@@ -33,8 +33,10 @@ log = logging.getLogger("ctxstore")
 class LuaDispatch:
     """Whether one server's calls go as functions or as scripts (shared by its stores).
 
-    ``functions`` is read on every call without a lock (a bool); it changes only through
-    :meth:`fall_back` and :meth:`retry_functions`, each logged once per change.
+    ``functions`` is read on every call without a lock (a bool); it changes once, through
+    :meth:`fall_back`, when a call ran as a script where its function could not (logged
+    once). A call that could run neither way changes nothing: the next one tries the
+    functions again (an operator may load the library meanwhile).
     """
 
     def __init__(self, mode: ScriptingMode = "auto") -> None:
@@ -60,14 +62,6 @@ class LuaDispatch:
             "library with `ctxstore functions load`)",
             reason,
         )
-
-    def retry_functions(self) -> None:
-        """Try the functions again on the next call (scripts were refused too)."""
-        with self._lock:
-            if self.functions or self.mode == "scripts":
-                return
-            self.functions, self.reason = True, None
-        log.info("ctxstore tries the library's functions again on the next call")
 
 
 def unloadable_error(library: str, cause: object) -> ConfigurationError:

@@ -48,43 +48,69 @@ def is_noscript(error: BaseException) -> bool:
     )
 
 
+def _server_text(error: object) -> str | None:
+    """The text of a server's own error reply (None for anything else): ctxstore's domain
+    errors (``CTX_...``) echo ids and names a caller chose, so no classification below ever
+    reads them."""
+    if not isinstance(error, rexc.ResponseError):
+        return None
+    text = str(error)
+    return None if text.startswith(_SCRIPT_ERROR_PREFIX) else text
+
+
 def is_function_missing(error: object) -> bool:
     """True when the server has functions but not the one called (the library is not loaded
-    on this node: a new server, a promoted replica, ``FUNCTION FLUSH``)."""
-    return isinstance(error, rexc.ResponseError) and "function not found" in str(error).lower()
+    on this node: a new server, a promoted replica, ``FUNCTION FLUSH``): the server's exact
+    reply, ``Function not found``."""
+    text = _server_text(error)
+    return text is not None and text.removeprefix("ERR ").strip() == "Function not found"
 
 
 def is_library_present(error: object) -> bool:
     """True when ``FUNCTION LOAD`` was refused because the library is already there (another
     process loaded it first): as good as loaded."""
-    return isinstance(error, rexc.ResponseError) and "already exists" in str(error)
+    text = _server_text(error)
+    return text is not None and bool(_LIBRARY_EXISTS.match(text.removeprefix("ERR ")))
 
 
-#: What a server that cannot run functions answers when sent ``FCALL`` or ``FUNCTION LOAD``:
-#: Redis 6's unknown command, an ACL's NOPERM for the command, a managed service that disables
-#: it. Each names the command; a function that ran and failed (``user_function:...``) does not.
-_NO_FUNCTIONS = re.compile(
-    r"(unknown (sub)?command|no permissions to run|not allowed|disabled|not supported)"
-    r".*?[`' ](fcall|fcall_ro|function|function\|load|load)\b"
-    r"|\b(fcall|fcall_ro|function)\b.*(not allowed|disabled|not supported)",
-    re.IGNORECASE,
-)
+_LIBRARY_EXISTS = re.compile(r"Library '[\w]+' already exists")
+
+#: A command refused as a command: Redis 6 (or a service that disables it) does not know it,
+#: or the user's ACL does not allow it. Redis names the command in both replies.
+_UNKNOWN_COMMAND = re.compile(r"(ERR )?unknown (sub)?command [`']?(\w+)", re.IGNORECASE)
+_NO_PERMISSION_TO_RUN = re.compile(r"(NOPERM )?.*no permissions to run the '([\w|]+)' command")
+
+
+def _refused_commands(error: object) -> str | None:
+    """The command a server refused to run at all (lowercase), or None: an unknown command or
+    subcommand, or an ACL's NOPERM for the command (not for a key)."""
+    text = _server_text(error)
+    if text is None:
+        return None
+    unknown = _UNKNOWN_COMMAND.match(text)
+    if unknown is not None:
+        return unknown.group(3).lower()
+    refused = _NO_PERMISSION_TO_RUN.match(text)
+    return refused.group(2).lower() if refused is not None else None
 
 
 def refuses_functions(error: object) -> bool:
-    """True when ``FCALL`` / ``FCALL_RO`` (or ``FUNCTION LOAD``) is refused as a command:
-    the server, the service or the user's ACL has no functions."""
-    return isinstance(error, rexc.ResponseError) and bool(_NO_FUNCTIONS.search(str(error)))
+    """True when ``FCALL`` / ``FCALL_RO`` / ``FUNCTION LOAD`` was refused as a command (Redis 6's
+    unknown command, an ACL without it): the server or the user has no functions. A function
+    that ran and failed, a busy or full server, or a domain error is no such refusal."""
+    refused = _refused_commands(error)
+    return refused is not None and refused.split("|")[0] in (
+        "fcall",
+        "fcall_ro",
+        "function",
+        "load",
+    )
 
 
 def refuses_command(error: object) -> bool:
     """True when a command itself was refused (an ACL without ``EVALSHA``, a server that does
     not know it), not something the script it ran did."""
-    if not isinstance(error, rexc.ResponseError):
-        return False
-    text = str(error)
-    refused_by_acl = isinstance(error, rexc.NoPermissionError) or text.startswith("NOPERM")
-    return (refused_by_acl and "permissions to run" in text) or "unknown command" in text.lower()
+    return _refused_commands(error) is not None
 
 
 def is_wrong_type(error: object) -> bool:

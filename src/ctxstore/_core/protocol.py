@@ -169,8 +169,10 @@ class Exchange(Generic[T]):
         self._lua = lua
         #: Each current call's form on the wire (FCALL ... EVAL), for the next request.
         self._forms: list[int] = []
-        #: Why a call's function failed, for the error when its script is refused too.
+        #: Why a call's function could not run, for the error when its script is refused too.
         self._function_errors: dict[int, Outcome] = {}
+        #: A load of the library that failed (not refused): the call's outcome.
+        self._load_errors: dict[int, Outcome] = {}
         self._shortfall: DurabilityError | None = None
         self._step: Step | None = None
         self._calls: tuple[Call[Any], ...] = ()
@@ -244,8 +246,11 @@ class Exchange(Generic[T]):
                 self._forms[index] = form
                 retry.append(index)
             else:
+                if index in self._load_errors:
+                    reply = self._load_errors[index]
                 self._outcomes[index] = self._complete(call, reply)
                 if index in self._function_errors:
+                    self._decide(index, reply)
                     self._outcomes[index] = self._unrunnable(index, reply)
                 if waits:
                     self._judge(call, self._outcomes[index], waited)
@@ -262,34 +267,41 @@ class Exchange(Generic[T]):
 
     def _next_form(self, index: int, reply: Outcome, loaded: Outcome) -> int | None:
         """The form to send the script call ``index`` again in, after ``reply`` (and the
-        library's load, ``loaded``, sent before it); None when ``reply`` is its outcome."""
+        library's load, ``loaded``, sent before it); None when ``reply`` is its outcome.
+
+        Only a refusal of the command itself (an unknown command, an ACL's NOPERM for it) sends
+        a call on as a script; a full, busy or read-only server, or a library that does not
+        load, is the call's outcome. The server is decided for scripts only once a script ran
+        where the function could not (:meth:`_decide`): until then every call tries the
+        function first, whatever the others' outcomes."""
         form, lua = self._forms[index], self._lua
-        if form <= LOAD_FCALL and lua is not None:
-            missing = failures.is_function_missing(reply)
-            if missing and form == FCALL:
-                return LOAD_FCALL
-            if (
-                missing
-                and isinstance(loaded, Exception)
-                and not failures.is_library_present(loaded)
-            ):
-                cause, what = loaded, "FUNCTION LOAD"
-            elif failures.refuses_functions(reply):
-                cause, what = reply, "FCALL"
-            else:
-                return None  # the function's own outcome
-            self._function_errors[index] = cause
-            if lua.may_fall_back():
-                lua.fall_back(f"{what} was refused ({cause})")
-                return EVALSHA
+        if form > LOAD_FCALL or lua is None:
+            return EVAL if form == EVALSHA and failures.is_noscript(reply) else None
+        missing = failures.is_function_missing(reply)
+        if missing and form == FCALL:
+            return LOAD_FCALL
+        if missing and failures.refuses_functions(loaded):
+            cause = f"FUNCTION LOAD was refused ({loaded})"
+        elif missing and isinstance(loaded, Exception) and not failures.is_library_present(loaded):
+            self._load_errors[index] = loaded  # the load's own failure is the outcome
             return None
-        if form == EVALSHA and failures.is_noscript(reply):
-            return EVAL
-        if index in self._function_errors and failures.refuses_command(reply) and lua is not None:
-            # Neither way runs here: the next call tries the functions again (an operator may
-            # load the library meanwhile).
-            lua.retry_functions()
-        return None
+        elif failures.refuses_functions(reply):
+            cause = f"{self._function_command(index)} was refused ({reply})"
+        else:
+            return None  # the function's own outcome
+        self._function_errors[index] = cause
+        return EVALSHA if lua.may_fall_back() else None
+
+    def _function_command(self, index: int) -> str:
+        script = self._calls[index].script
+        return "FCALL_RO" if script is not None and script.read_only else "FCALL"
+
+    def _decide(self, index: int, reply: Outcome) -> None:
+        """A call that ran as a script where its function could not: the server has no
+        functions for this store's user; its stores send scripts from now on (logged once)."""
+        ran = not isinstance(reply, Exception) or str(reply).startswith("CTX_")  # its own error
+        if self._lua is not None and self._forms[index] > LOAD_FCALL and ran:
+            self._lua.fall_back(str(self._function_errors[index]))
 
     def _unrunnable(self, index: int, reply: Outcome) -> Outcome:
         """The outcome of a call whose function could not run: the script's when it ran as a
@@ -401,6 +413,7 @@ class Exchange(Generic[T]):
         first = FCALL if self._lua is not None and self._lua.functions else EVALSHA
         self._forms = [first] * len(self._calls)
         self._function_errors = {}
+        self._load_errors = {}
         self._resend = []
 
 

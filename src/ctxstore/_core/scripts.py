@@ -176,8 +176,12 @@ def with_key_check(source: str) -> str:
 
 
 def checking_service_rules() -> bool:
-    """Whether :data:`CHECK_KEYS_ENV` asks for the managed-service checks."""
-    return os.environ.get(CHECK_KEYS_ENV, "") not in ("", "0")
+    """Whether :data:`CHECK_KEYS_ENV` asks for the managed-service checks (read once, when this
+    module is imported: a library's name, its code and the scripts must agree)."""
+    return _CHECKING
+
+
+_CHECKING = os.environ.get(CHECK_KEYS_ENV, "") not in ("", "0")
 
 
 _KEY_LINE = re.compile(r"^-- KEYS\[(\d+)\]\s+(\w+)(\s+optional:)?", re.MULTILINE)

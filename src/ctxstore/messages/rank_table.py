@@ -23,6 +23,7 @@ token bytes (uint32), the N ranks (uint32), then the tokens' bytes end to end, s
 from __future__ import annotations
 
 import array
+import heapq
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
@@ -30,9 +31,13 @@ from typing import Any
 
 #: The table ctxstore ships, beside this module.
 TABLE_PATH = Path(__file__).with_name("o200k_base.ranks")
-#: The longest text counted here; longer ones wait for tiktoken (a long text has long pieces,
-#: and merging a piece costs lookups in proportion to its length).
+#: The longest text counted here before tiktoken is open; longer ones wait for it.
 MAX_COMPACT_CHARACTERS = 8_000
+#: The longest piece (bytes, after the split) counted here before tiktoken is open: merging
+#: costs a few lookups a byte, each a few microseconds, where tiktoken takes nanoseconds.
+MAX_COMPACT_PIECE_BYTES = 256
+#: The most pieces remembered (each at most MAX_COMPACT_PIECE_BYTES): words repeat.
+_KNOWN_PIECES = 16_384
 _MAGIC = b"CTXRANK1"
 _HEADER = len(_MAGIC) + 4
 
@@ -122,30 +127,44 @@ class RankTable:
 
 
 def merged_count(piece: bytes, rank: Callable[[bytes], int | None]) -> int:
-    """How many tokens byte-pair merging makes of ``piece``: tiktoken's ``byte_pair_merge``
-    step for step (the adjacent pair of lowest rank merges first, the leftmost of equals)."""
-    if len(piece) == 1:
+    """How many tokens byte-pair merging makes of ``piece``, as tiktoken's ``byte_pair_merge``
+    merges: the adjacent pair of lowest rank first, the leftmost of equals. The pairs wait in a
+    heap ordered by (rank, start), so a piece of n bytes costs O(n log n) and about 3n
+    lookups, whatever its bytes (a scan for the lowest pair after each merge is O(n²))."""
+    size = len(piece)
+    if size == 1:
         return 1
-    # Part i starts at starts[i]; ranks[i] is the rank of part i merged with part i + 1.
-    starts = list(range(len(piece) + 1))
-    ranks = [rank(piece[i : i + 2]) for i in range(len(piece) - 1)] + [None, None]
-
-    def joined(i: int) -> int | None:  # part i with the next two, before they merge
-        return rank(piece[starts[i] : starts[i + 3]]) if i + 3 < len(starts) else None
-
-    while True:
-        best, at = None, -1
-        for index in range(len(starts) - 1):
-            found = ranks[index]
-            if found is not None and (best is None or found < best):
-                best, at = found, index
-        if best is None:
-            return len(starts) - 1
-        if at > 0:
-            ranks[at - 1] = joined(at - 1)
-        ranks[at] = joined(at)
-        del starts[at + 1]
-        del ranks[at + 1]
+    following = list(range(1, size + 1))  # where the part starting at i ends
+    preceding = list(range(-1, size - 1))  # where the part before it starts (-1: none)
+    alive = [True] * size
+    pairs = []
+    for start in range(size - 1):
+        found = rank(piece[start : start + 2])
+        if found is not None:
+            pairs.append((found, start, start + 1, start + 2))
+    heapq.heapify(pairs)
+    parts = size
+    while pairs:
+        _rank, start, middle, end = heapq.heappop(pairs)
+        # A pair is still there while both its parts are, unchanged since it was pushed.
+        if not alive[start] or following[start] != middle or following[middle] != end:
+            continue
+        alive[middle] = False
+        following[start] = end
+        if end < size:
+            preceding[end] = start
+        parts -= 1
+        before = preceding[start]
+        if before >= 0:
+            found = rank(piece[before:end])
+            if found is not None:
+                heapq.heappush(pairs, (found, before, start, end))
+        if end < size:
+            after = following[end]
+            found = rank(piece[start:after])
+            if found is not None:
+                heapq.heappush(pairs, (found, start, end, after))
+    return parts
 
 
 class CompactCounter:
@@ -158,21 +177,34 @@ class CompactCounter:
         self._known: dict[bytes, int] = {}  # pieces counted before: words repeat
 
     def __call__(self, text: str) -> int:
-        pieces = self._split(text)
+        """The tokens of ``text``, however long its pieces."""
+        counted = self.count(text, bounded=False)
+        assert counted is not None
+        return counted
+
+    def count(self, text: str, *, bounded: bool = True) -> int | None:
+        """The tokens of ``text``; None, when ``bounded``, for a text with a piece longer than
+        :data:`MAX_COMPACT_PIECE_BYTES` (tiktoken counts it faster than its opening costs)."""
         total = 0
         known, rank = self._known, self._table.rank
-        for piece in pieces:
+        for piece in self._split(text):
             try:
                 encoded = piece.encode("utf-8")
             except (
                 UnicodeEncodeError
             ):  # lone surrogates: replaced in the whole text, as tiktoken does
-                return self(text.encode("utf-16", "surrogatepass").decode("utf-16", "replace"))
+                fixed = text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+                return self.count(fixed, bounded=bounded)
             found = known.get(encoded)
             if found is None:
-                found = 1 if rank(encoded) is not None else merged_count(encoded, rank)
-                if len(known) < 65_536:
-                    known[encoded] = found
+                if len(encoded) > MAX_COMPACT_PIECE_BYTES:
+                    if bounded:
+                        return None
+                    found = 1 if rank(encoded) is not None else merged_count(encoded, rank)
+                else:
+                    found = 1 if rank(encoded) is not None else merged_count(encoded, rank)
+                    if len(known) < _KNOWN_PIECES:
+                        known[encoded] = found
             total += found
         return total
 

@@ -38,12 +38,15 @@ import threading
 from collections.abc import Callable, Iterable, Mapping
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ctxstore.errors import ValidationError
 from ctxstore.messages.tool_groups import is_opaque_item
 from ctxstore.ui.parts import is_ui_message
 from ctxstore.ui.to_model import ui_model_messages
+
+if TYPE_CHECKING:  # opened on the first count of a cold start only
+    from ctxstore.messages.rank_table import CompactCounter
 
 __all__ = [
     "DEFAULT_ENCODING",
@@ -295,13 +298,22 @@ def _open_in_background() -> None:
     thread.start()
 
 
+def _forget_warming() -> None:
+    """In a forked child: the parent's thread is not there; the child opens tiktoken itself."""
+    _warming.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_warming)
+
+
 def warming() -> threading.Thread | None:
     """The thread opening tiktoken in the background, if one was started (tests wait on it)."""
     return _warming[0] if _warming else None
 
 
 @lru_cache(maxsize=1)
-def _compact_counter() -> TokenCounter | None:
+def _compact_counter() -> CompactCounter | None:
     """The compact ``o200k_base`` counter, where tiktoken (and so its ``regex``) is installed:
     without tiktoken a process estimates, and a process must count one way throughout."""
     if importlib.util.find_spec("tiktoken") is None:
@@ -415,13 +427,14 @@ class MessageCounting:
     switches to it. A text longer than the compact counter takes waits for tiktoken instead.
     The counts are the same either way: what a chat stores never depends on which counted."""
 
-    __slots__ = ("_estimate", "_model", "_roles", "_texts")
+    __slots__ = ("_cold", "_estimate", "_model", "_roles", "_texts")
 
     def __init__(self, model: str | None, estimate_tokens: TokenCounter | None) -> None:
         self._model = model
         self._estimate = estimate_tokens
         self._texts: TokenCounter | None = None
         self._roles: dict[str, int] = {}  # a handful of roles, counted once each
+        self._cold = False  # counting with the compact table (until tiktoken is open)
 
     @property
     def loaded(self) -> bool:
@@ -445,9 +458,12 @@ class MessageCounting:
 
         def cold(text: str) -> int:
             if len(text) <= MAX_COMPACT_CHARACTERS and DEFAULT_ENCODING not in _OPENED:
-                return compact(text)
+                counted = compact.count(text)
+                if counted is not None:
+                    return counted
             return self._open_tokenizer(compact)(text)  # and it counts from now on
 
+        self._cold = True
         return cold
 
     def _open_tokenizer(self, compact: TokenCounter) -> TokenCounter:
@@ -462,7 +478,7 @@ class MessageCounting:
         """Open tiktoken in a background thread if this counter counts with the compact
         table (a store calls it after a call returned, so the cold start's first save does
         not wait for it); one thread a process, whatever the number of stores."""
-        if self._texts is not None and self._estimate is None:
+        if self._cold:
             _open_in_background()
 
     def _role_tokens(self, role: str) -> int:

@@ -103,7 +103,11 @@ def store_parts(
         durability=durable,
         check_server=not is_memory_client(client) and not REGISTRY.checked(server),
         default_ttl_ms=settings.ttl_ms,
-        lua=REGISTRY.dispatch(server, scripting_of(settings.scripting)),
+        # Per server and Redis user: one user's ACL may refuse what another's allows.
+        lua=REGISTRY.dispatch(
+            server and f"{server}|{options.get('username') or ''}",
+            scripting_of(settings.scripting),
+        ),
     )
     state.check_durability = durable is not None and not REGISTRY.checked(
         durability_checked_key(state)
