@@ -47,6 +47,7 @@ def test_wheel_holds_every_lua_script_and_library_file(wheel: Path) -> None:
     assert library
     for part in library:
         assert f"ctxstore/lua/lib/{part}" in names
+    assert "ctxstore/messages/o200k_base.ranks" in names  # a cold start's token counts
 
 
 @pytest.mark.slow

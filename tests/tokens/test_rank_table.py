@@ -155,8 +155,8 @@ def test_a_callers_counter_is_never_replaced() -> None:
 
 
 def test_merging_a_long_piece_costs_a_few_lookups_a_byte() -> None:
-    """A run of one character is one piece: merging it takes O(n log n), not O(n²) (counted
-    in lookups, which are what it spends its time on)."""
+    """A run of one character is one piece: merging it looks up each pair once, and the two
+    new pairs of each merge (lookups are what the merge spends its time on)."""
     table = RankTable.load()
     looked_up = 0
 
