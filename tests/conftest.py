@@ -101,12 +101,15 @@ def encryption_options() -> dict[str, Any]:
 
 
 #: The shells the store fixture runs each test through. They share one logic core and send the
-#: same commands, so a Valkey run (what differs there is the server) and the encrypted pass
-#: (what differs is the values; tests/crypto runs both shells on sealed chats) take the sync
-#: one only.
+#: same commands, so a Valkey run (what differs there is the server), the encrypted pass (what
+#: differs is the values; tests/crypto runs both shells on sealed chats) and the pass on the
+#: EVALSHA scripts (``CTXSTORE_SCRIPTING=scripts``: what differs is how the Lua is called;
+#: tests/store/test_functions.py runs both shells on both ways) take the sync one only.
 SHELLS = (
     ("sync", "async")
-    if servers.server_kind() == "redis" and not encrypted_pass.ENCRYPTED
+    if servers.server_kind() == "redis"
+    and not encrypted_pass.ENCRYPTED
+    and os.environ.get("CTXSTORE_SCRIPTING", "") in ("", "auto")
     else ("sync",)
 )
 

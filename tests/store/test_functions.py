@@ -75,8 +75,12 @@ def open_store(
     url: str, namespace: str, shell: str, loop_thread: LoopThread, **options: Any
 ) -> Any:
     if shell == "sync":
-        return ctxstore.connect(url, namespace=namespace, estimate_tokens=len, **options).admin()
-    opened = ctxstore.connect_async(url, namespace=namespace, estimate_tokens=len, **options)
+        return ctxstore.connect(
+            url, namespace=namespace, estimate_tokens=len, encryption=None, **options
+        ).admin()
+    opened = ctxstore.connect_async(
+        url, namespace=namespace, estimate_tokens=len, encryption=None, **options
+    )
     return SyncOverAsync(opened.admin(), loop_thread)
 
 
@@ -117,7 +121,9 @@ def test_reads_are_registered_no_writes_and_the_writes_are_not() -> None:
 
 
 def test_a_read_goes_as_fcall_ro_and_a_write_as_fcall(namespace: str) -> None:
-    store = ctxstore.connect("memory://", namespace=namespace, scripting="functions").admin()
+    store = ctxstore.connect(
+        "memory://", namespace=namespace, scripting="functions", encryption=None
+    ).admin()
     store.upsert_chat("c1", "alice")
     with trace_wire() as write:
         result = store.append("c1", "main", [USER], expected_head=None)
