@@ -57,11 +57,12 @@ class LuaDispatch:
             if not self.functions:
                 return
             self.functions, self.reason = False, reason
-        log.warning(
-            "ctxstore uses EVALSHA scripts on this server: %s (an operator can load the "
-            "library with `ctxstore functions load`)",
-            reason,
+        hint = (
+            " (an operator can load the library with `ctxstore functions load`)"
+            if "FUNCTION LOAD" in reason
+            else ""
         )
+        log.warning("ctxstore uses EVALSHA scripts on this server: %s%s", reason, hint)
 
 
 def unloadable_error(library: str, cause: object) -> ConfigurationError:
