@@ -241,7 +241,7 @@ def test_a_server_without_functions_gets_scripts_decided_once_and_logged(
     no_functions_server: servers.RedisProcess, namespace: str, caplog: pytest.LogCaptureFixture
 ) -> None:
     url = no_functions_server.url
-    with caplog.at_level(logging.WARNING, logger="ctxstore"):
+    with caplog.at_level(logging.INFO, logger="ctxstore"):
         store = ctxstore.connect(url, namespace=namespace, scripting="auto").admin()
         with trace_wire() as first:
             store.upsert_chat("c1", "alice")
@@ -257,6 +257,7 @@ def test_a_server_without_functions_gets_scripts_decided_once_and_logged(
     fallbacks = [r for r in caplog.records if "uses EVALSHA scripts" in r.getMessage()]
     assert len(fallbacks) == 1
     assert "FCALL" in fallbacks[0].getMessage()
+    assert fallbacks[0].levelno == logging.INFO  # a server without functions: nothing wrong
     assert len(store.load_branch("c1").messages) == 2
     store.close()
     again.close()

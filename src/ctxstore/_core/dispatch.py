@@ -62,7 +62,11 @@ class LuaDispatch:
             if "FUNCTION LOAD" in reason
             else ""
         )
-        log.warning("ctxstore uses EVALSHA scripts on this server: %s%s", reason, hint)
+        # A server without functions (Redis 6, an embedded store of an older fakeredis) is
+        # told at INFO; a user whose ACL refuses them, which an operator may want to change,
+        # at WARNING.
+        level = logging.WARNING if "no permissions" in reason else logging.INFO
+        log.log(level, "ctxstore uses EVALSHA scripts on this server: %s%s", reason, hint)
 
 
 def unloadable_error(library: str, cause: object) -> ConfigurationError:
