@@ -6,6 +6,7 @@ On the embedded store and a redis-server."""
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import hmac
 from typing import Any
@@ -437,7 +438,7 @@ def test_every_admin_operation_is_a_span_named_after_it(
         seen: dict[str, list[str]] = {}
         for operation, run in (
             ("ping", admin.ping),
-            ("load_functions", admin.load_functions),
+            ("load_functions", lambda: _load_functions(admin)),
             ("rotate_keys", sealed.admin().rotate_keys),
             ("verify_chat", lambda: admin.verify_chat("c1")),
             ("sweep", admin.sweep),
@@ -500,3 +501,10 @@ def test_a_write_whose_reply_was_lost_is_resent_by_the_client_and_its_span_says_
             assert admin.get_chat("c1").metadata["usage"]["input_tokens"] == 10
     assert outcomes == {name: ["resent"] for name in writes}
     assert counter("ctxstore.resends") == before + len(writes)
+
+
+def _load_functions(admin: Any) -> None:
+    """The operator's load: a server without functions (an older fakeredis) refuses it, which
+    its span records as well."""
+    with contextlib.suppress(ctxstore.errors.CtxStoreError):
+        admin.load_functions()

@@ -68,7 +68,7 @@ from ctxstore.models import (
     WrittenSummary,
 )
 from ctxstore.settings import STORE_DEFAULT, TTL, Settings, StoreDefault
-from ctxstore.store.connection import socket_timeout_of
+from ctxstore.store.connection import fcall, socket_timeout_of
 from ctxstore.store.factory import store_parts
 from ctxstore.store.shell import StoreShell
 from ctxstore.store.sync_store import AdminStore, Store
@@ -169,7 +169,7 @@ class AsyncStore(StoreShell):
             await self._client.initialize()  # the router reads the slot map (loaded lazily)
         if len(commands) == 1:
             # Routed on a Cluster: redis-py would ask a node for an FCALL's keys first.
-            options = self._route(commands)[0] if self._state.cluster else {}
+            options = self._route(commands)[0] if self._state.cluster and fcall(commands[0]) else {}
             try:
                 return [await self._client.execute_command(*commands[0], **options)]
             except ResponseError as error:

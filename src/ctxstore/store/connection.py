@@ -338,6 +338,12 @@ _WAITS = ("WAIT", "WAITAOF")
 _SCRIPTED = ("EVAL", "EVALSHA", "FCALL", "FCALL_RO")
 
 
+def fcall(command: tuple[Any, ...]) -> bool:
+    """Whether ``command`` calls a function: redis-py would ask a node for its keys first, so
+    the shells route it themselves (every other single command redis-py routes as ever)."""
+    return str(command[0]).upper() in ("FCALL", "FCALL_RO")
+
+
 def routing_key(command: tuple[Any, ...]) -> Any:
     """The first key of a wire command (None for keyless commands)."""
     name = str(command[0]).upper()

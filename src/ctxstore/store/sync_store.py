@@ -64,7 +64,7 @@ from ctxstore.models import (
     WrittenSummary,
 )
 from ctxstore.settings import STORE_DEFAULT, TTL, Settings, StoreDefault
-from ctxstore.store.connection import DirectLine, socket_timeout_of
+from ctxstore.store.connection import DirectLine, fcall, socket_timeout_of
 from ctxstore.store.factory import store_parts
 from ctxstore.store.shell import StoreShell
 
@@ -142,7 +142,7 @@ class Store(StoreShell):
             return [self._line.execute(commands[0])]
         if len(commands) == 1:
             # Routed on a Cluster: redis-py would ask a node for an FCALL's keys first.
-            options = self._route(commands)[0] if self._state.cluster else {}
+            options = self._route(commands)[0] if self._state.cluster and fcall(commands[0]) else {}
             try:
                 return [self._client.execute_command(*commands[0], **options)]
             except ResponseError as error:
