@@ -75,7 +75,12 @@ def test_the_chats_and_chat_pages_in_a_browser(
     page.goto(site + "/chat?id=trip&radius=6")
     page.wait_for("document.querySelector('#earlier') !== null")
     page.click("#earlier")
-    page.wait_for("new URLSearchParams(location.search).get('around') !== null")
+    # The new URL is there as soon as the navigation commits; the graph once the document has
+    # finished loading (the server draws the SVG into the page).
+    page.wait_for(
+        "new URLSearchParams(location.search).get('around') !== null"
+        " && document.readyState === 'complete'"
+    )
     around = page.evaluate("new URLSearchParams(location.search).get('around')")
     window = store.run(graph_window(store.state, "trip", around=around, radius=6))
     assert {branch.name for branch in window.branches} == {"main-v2", "main-v3"}  # heads drawn
