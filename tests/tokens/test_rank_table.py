@@ -138,6 +138,30 @@ def test_a_store_counts_with_the_table_until_tiktoken_has_loaded() -> None:
     assert (first, second) == (exact, 2 * exact)
 
 
+def test_preload_opens_tiktoken_so_no_call_opens_it_later() -> None:
+    """In a fresh process: ``preload()`` opens tiktoken itself (its encoder holds the GIL while
+    it builds: at a server's start, not under its traffic), and a save after it starts no
+    background thread."""
+    code = textwrap.dedent(
+        """
+        import ctxstore
+        from ctxstore.messages.tokens import warming
+        ctxstore.preload(llm=False)
+        import sys
+        assert "tiktoken.core" in sys.modules, "preload did not open tiktoken"
+        store = ctxstore.connect("memory://").for_user("alice")
+        store.upsert_chat("c1")
+        store.append("c1", "main", [{"role": "user", "content": "Hi!"}], expected_head=None)
+        print(warming() is None, store.branch_size("c1").tokens)
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", str(count_tokens({"role": "user", "content": "Hi!"}))]
+
+
 def test_a_long_text_waits_for_tiktoken() -> None:
     counting = message_counter()
     counting.load()

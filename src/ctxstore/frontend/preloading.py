@@ -44,7 +44,7 @@ def preload(
         importlib.import_module(name)
         done.append(name)
     counter = message_counter(model, estimate_tokens)
-    counter.load()
+    counter.open()  # tiktoken itself: a first call then starts no background thread for it
     done.append(f"tokenizer for {model or 'the default model'}")
     if llm and importlib.util.find_spec("litellm") is not None:
         warm_litellm(model)

@@ -418,7 +418,8 @@ MessageCounter = Callable[[Mapping[str, Any]], int]
 class MessageCounting:
     """A :data:`MessageCounter` whose tokenizer loads on the first count, not when it is made:
     a store made at import time of a serverless handler pays nothing yet. ``load()`` loads it
-    ahead (an async caller does it in a worker thread); ``loaded`` says whether that is done.
+    ahead (an async caller does it in a worker thread); ``loaded`` says whether that is done;
+    ``open()`` opens the tokenizer itself, not the compact table (``preload()``).
 
     For ``o200k_base`` (the default) a process that has not opened tiktoken's encoding yet
     counts with the compact table shipped with ctxstore (:mod:`ctxstore.messages.rank_table`:
@@ -443,6 +444,15 @@ class MessageCounting:
     def load(self) -> None:
         if self._texts is None:
             self._texts = self._cold_counter() or _text_counter(self._model, self._estimate)
+
+    def open(self) -> None:
+        """Load the tokenizer itself now, in this thread (tiktoken's encoding, not the compact
+        table): what :func:`ctxstore.preload` does at a server's start, so that no background
+        thread opens it later. tiktoken builds its encoder holding the GIL (about 0.13 s for
+        ``o200k_base``), which pauses every other thread of the process, an event loop's too,
+        whenever it happens; at start nothing is waiting yet."""
+        self._texts = _text_counter(self._model, self._estimate)
+        self._cold = False
 
     def _cold_counter(self) -> TokenCounter | None:
         """The compact counter, where it counts what the tokenizer would and the tokenizer is
