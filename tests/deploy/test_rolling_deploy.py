@@ -90,10 +90,19 @@ scripts.library_name = protocol.library_name = lambda: previous.name
 """
 
 
-def previous_release(cache: pytest.Cache) -> Path:
-    """The previous release, built from ``PREVIOUS`` as a wheel and unpacked (kept in the
-    pytest cache): a folder to put first on ``PYTHONPATH``."""
-    folder = Path(cache.mkdir(f"ctxstore-{PREVIOUS}"))
+def release_folder(request: pytest.FixtureRequest) -> Path:
+    """Where the previous release is kept: the pytest cache, so that it is built once; a
+    temporary folder of the session when the cache is off (``-p no:cacheprovider``)."""
+    cache: pytest.Cache | None = getattr(request.config, "cache", None)
+    if cache is not None:
+        return Path(cache.mkdir(f"ctxstore-{PREVIOUS}"))
+    factory: pytest.TempPathFactory = request.getfixturevalue("tmp_path_factory")
+    return factory.mktemp(f"ctxstore-{PREVIOUS}")
+
+
+def previous_release(folder: Path) -> Path:
+    """The previous release, built from ``PREVIOUS`` as a wheel and unpacked in ``folder``: a
+    folder to put first on ``PYTHONPATH``."""
     site = folder / "site"
     if (site / "ctxstore" / "__init__.py").is_file():
         return site
@@ -145,7 +154,7 @@ def test_the_previous_release_and_this_one_share_a_keyspace(
     namespace: str,
     previous: str,
 ) -> None:
-    site = previous_release(request.config.cache) if previous == "release" else None  # type: ignore[arg-type]
+    site = previous_release(release_folder(request)) if previous == "release" else None
     prelude = PREVIOUS_LIBRARY if previous == "library" else ""
     rounds = 30
     old = run_writer(redis_server.url, namespace, "old", rounds, site, prelude)
