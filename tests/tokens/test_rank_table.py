@@ -103,23 +103,25 @@ def test_merging_a_piece_matches_tiktokens_merge(piece: bytes) -> None:
 
 
 def test_a_store_counts_with_the_table_until_tiktoken_has_loaded() -> None:
-    """In a fresh process: the first save counts with the table (tiktoken not imported when
-    it returns), the store then loads tiktoken in the background and counts with it; the
-    counts stored are tiktoken's either way."""
+    """In a fresh process: creating the chat starts nothing, the first save counts with the
+    table and the store then opens tiktoken in the background and counts with it; the counts
+    stored are tiktoken's either way."""
     code = textwrap.dedent(
         """
         import sys, time
         import ctxstore
         base = ctxstore.connect("memory://")
         store = base.for_user("alice")
+        from ctxstore.messages.tokens import warming
         store.upsert_chat("c1")
+        assert warming() is None, "a call that counted nothing started the open"
         text = "Plan three days in Lisbon: neighbourhoods, food and day trips. " * 3
         head = store.append("c1", "main", [{"role": "user", "content": text}],
                             expected_head=None).head_message_id
-        assert "tiktoken.core" not in sys.modules, "tiktoken was opened before the reply"
+        # The save counted with the table (only that starts the open, once it has returned).
+        assert warming() is not None, "the first save did not count with the table"
         first = store.branch_size("c1").tokens
         deadline = time.monotonic() + 60
-        from ctxstore.messages.tokens import warming
         while warming() is None or warming().is_alive():
             assert time.monotonic() < deadline
             time.sleep(0.01)
@@ -136,6 +138,33 @@ def test_a_store_counts_with_the_table_until_tiktoken_has_loaded() -> None:
     text = "Plan three days in Lisbon: neighbourhoods, food and day trips. " * 3
     exact = count_tokens({"role": "user", "content": text})
     assert (first, second) == (exact, 2 * exact)
+
+
+def test_an_async_store_opens_tiktoken_only_after_a_call_that_counted() -> None:
+    """In a fresh process: the async store loads its counter before its first call, but only
+    a save that counted with the table starts the background open."""
+    code = textwrap.dedent(
+        """
+        import asyncio
+        import ctxstore
+        from ctxstore.messages.tokens import warming
+
+        async def main():
+            store = ctxstore.connect_async("memory://").for_user("alice")
+            await store.upsert_chat("c1")
+            before = warming() is None
+            await store.append("c1", "main", [{"role": "user", "content": "Hi!"}],
+                               expected_head=None)
+            print(before, warming() is not None)
+
+        asyncio.run(main())
+        """
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], check=False, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split() == ["True", "True"]
 
 
 def test_preload_opens_tiktoken_so_no_call_opens_it_later() -> None:

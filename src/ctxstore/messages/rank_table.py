@@ -11,7 +11,7 @@ Python. A test compares it with tiktoken on generated and hand-picked texts, and
 tiktoken's ranks.
 
 It is slower per text than tiktoken (a few microseconds a lookup), so a store uses it only
-until tiktoken has loaded in a background thread, started once a call has returned
+until tiktoken has loaded in a background thread, started once a save has returned
 (:class:`ctxstore.messages.tokens.MessageCounting`), and only for texts up to
 :data:`MAX_COMPACT_CHARACTERS`; both count the same, so nothing a reader sees depends on
 which one counted.

@@ -424,8 +424,9 @@ class MessageCounting:
     For ``o200k_base`` (the default) a process that has not opened tiktoken's encoding yet
     counts with the compact table shipped with ctxstore (:mod:`ctxstore.messages.rank_table`:
     the same counts, opened in milliseconds where tiktoken takes about 220), and ``warm()``,
-    which a store calls once a call has returned, opens tiktoken in a background thread and
-    switches to it. A text longer than the compact counter takes waits for tiktoken instead.
+    which a store calls once a call that counted with it has returned, opens tiktoken in a
+    background thread and switches to it. A text longer than the compact counter takes waits
+    for tiktoken instead.
     The counts are the same either way: what a chat stores never depends on which counted."""
 
     __slots__ = ("_cold", "_estimate", "_model", "_roles", "_texts")
@@ -435,7 +436,7 @@ class MessageCounting:
         self._estimate = estimate_tokens
         self._texts: TokenCounter | None = None
         self._roles: dict[str, int] = {}  # a handful of roles, counted once each
-        self._cold = False  # counting with the compact table (until tiktoken is open)
+        self._cold = False  # has counted with the compact table (tiktoken not open yet)
 
     @property
     def loaded(self) -> bool:
@@ -470,10 +471,10 @@ class MessageCounting:
             if len(text) <= MAX_COMPACT_CHARACTERS and DEFAULT_ENCODING not in _OPENED:
                 counted = compact.count(text)
                 if counted is not None:
+                    self._cold = True  # warm() opens tiktoken once this call has returned
                     return counted
             return self._open_tokenizer(compact)(text)  # and it counts from now on
 
-        self._cold = True
         return cold
 
     def _open_tokenizer(self, compact: TokenCounter) -> TokenCounter:
@@ -485,9 +486,11 @@ class MessageCounting:
         return chosen
 
     def warm(self) -> None:
-        """Open tiktoken in a background thread if this counter counts with the compact
-        table (a store calls it after a call returned, so the cold start's first save does
-        not wait for it); one thread a process, whatever the number of stores."""
+        """Open tiktoken in a background thread if this counter has counted with the compact
+        table (a store calls it after every call returned, so the cold start's first save
+        does not wait for it; a call that counted nothing, such as creating the chat, starts
+        nothing, so the first save does not meet the open either); one thread a process,
+        whatever the number of stores."""
         if self._cold:
             _open_in_background()
 
