@@ -22,20 +22,8 @@ from tests.support.facade import LoopThread, SyncOverAsync
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-#: The backends the store suite runs on: the embedded store, a standalone server, a Cluster.
-#: With CTXSTORE_TEST_SERVER=valkey the servers are Valkey's and the embedded store (which runs
-#: no server) is left to the default run. ``CTXSTORE_TEST_BACKENDS`` (a comma-separated list of
-#: these names) narrows them for a pass whose difference is not the backend (.ci/run's smoke
-#: test of the extras' lowest versions); a name it does not know fails the session.
-BACKENDS = (
-    ("memory", "redis", "cluster") if servers.server_kind() == "redis" else ("redis", "cluster")
-)
-_chosen = [name.strip() for name in os.environ.get("CTXSTORE_TEST_BACKENDS", "").split(",")]
-if any(_chosen):
-    _unknown = sorted(set(_chosen) - set(BACKENDS))
-    if _unknown:
-        raise pytest.UsageError(f"CTXSTORE_TEST_BACKENDS names {_unknown}, not of {BACKENDS}")
-    BACKENDS = tuple(name for name in BACKENDS if name in _chosen)
+#: The backends the store suite runs on (tests/support/servers.py: ``backends``).
+BACKENDS = servers.backends()
 
 
 @pytest.fixture(scope="session")

